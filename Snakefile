@@ -1,0 +1,20 @@
+# audiobook-rl: novel excerpts -> reference scripts -> GRPO training -> judged checkpoints -> report.
+# The DAG is the architecture: one rules/*.smk file per stage, helpers in rules/common.smk.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/corpus.smk"
+include: "rules/label.smk"
+include: "rules/split.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

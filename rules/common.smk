@@ -1,0 +1,33 @@
+import os
+import sys
+
+from audiobook_rl.config import validate_config
+from audiobook_rl.deps import imported_files
+from audiobook_rl.errors import UserError
+
+try:
+    validate_config(
+        config, os.path.join(workflow.basedir, "config", "config.schema.yaml")
+    )
+except UserError as err:
+    # One sentence, no traceback: the user fixes a key, not our code.
+    sys.exit(f"Error: {err}")
+
+RESULTS = "results"
+LOGS = "logs"
+
+
+def repo_file(path):
+    """A path from the config: as given if it exists (or is absolute), else inside the repository."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    return os.path.join(workflow.basedir, path)
+
+
+def code(script):
+    """The package modules a stage script imports: rule inputs, so an edit reruns the stage."""
+    return imported_files(os.path.join(workflow.basedir, "scripts", script))
+
+
+def final_outputs():
+    return [f"{RESULTS}/data/train.parquet", f"{RESULTS}/data/val.parquet"]

@@ -1,0 +1,14 @@
+rule slice_corpus:
+    input:
+        corpus=repo_file(config["corpus"]),
+        code=code("slice_corpus.py"),
+    output:
+        f"{RESULTS}/slices.jsonl",
+    log:
+        f"{LOGS}/slice_corpus.log",
+    conda:
+        "../envs/pipeline.yaml"
+    params:
+        slice=config["slice"],
+    script:
+        "../scripts/slice_corpus.py"

@@ -1,0 +1,24 @@
+"""split_dataset: results/labels.jsonl -> results/data/{train,val}.parquet."""
+
+import logging
+
+import pandas as pd
+
+from audiobook_rl.dataset import split_rows
+from audiobook_rl.files import atomic_path, read_jsonl
+from audiobook_rl.prompts import load_prompt
+from audiobook_rl.stage import run
+
+log = logging.getLogger("audiobook_rl.split_dataset")
+
+
+def main(smk):
+    labels = read_jsonl(smk.input.labels)
+    rows = split_rows(labels, smk.params.split, load_prompt(smk.input.create_prompt))
+    for split, path in (("train", smk.output.train), ("val", smk.output.val)):
+        with atomic_path(path) as tmp:
+            pd.DataFrame(rows[split]).to_parquet(tmp, index=False)
+        log.info("wrote %d %s rows to %s", len(rows[split]), split, path)
+
+
+run(main, snakemake)  # noqa: F821

@@ -1,0 +1,76 @@
+"""Validating the workflow config against ``config/config.schema.yaml``, defaults filled in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+from .errors import UserError
+
+
+def _with_defaults(cls):
+    validate_properties = cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = _copy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return validators.extend(cls, {"properties": set_defaults})
+
+
+def _copy(value):
+    return yaml.safe_load(yaml.safe_dump(value))
+
+
+_Validator = _with_defaults(Draft202012Validator)
+
+
+def validate_config(config: dict, schema_path: str | Path) -> dict:
+    """Fill in defaults and check types and ranges; raise one sentence naming the first bad key."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        if err.validator == "additionalProperties":
+            unknown = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+            where = f"section '{key}'" if err.absolute_path else "the top level"
+            raise UserError(f"config: unknown key(s) {unknown} in {where}; see config/config.schema.yaml.")
+        raise UserError(f"config key '{key}': {err.message}.")
+    _check_ranges(config)
+    return config
+
+
+def _check_ranges(config: dict) -> None:
+    s = config.get("slice", {})
+    if s.get("min_chars", 0) > s.get("max_chars", 0):
+        raise UserError("config keys 'slice.min_chars' and 'slice.max_chars': the minimum is above the maximum.")
+
+
+def load_config(path: str | Path, schema_path: str | Path, overlays: list[str | Path] = ()) -> dict:
+    """Read a config file (plus overlays, merged section by section) and validate it."""
+    config: dict = {}
+    for p in [path, *overlays]:
+        p = Path(p)
+        if not p.is_file():
+            raise UserError(f"{p}: config file not found.")
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise UserError(f"{p}: a config file must be a YAML mapping.")
+        merge(config, data)
+    return validate_config(config, schema_path)
+
+
+def merge(base: dict, update: dict) -> dict:
+    """Recursive dict update, as Snakemake merges --configfile overlays."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = value
+    return base
