@@ -12,6 +12,11 @@ include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/label.smk"
 include: "rules/split.smk"
+include: "rules/policy.smk"
+include: "rules/train.smk"
+include: "rules/evaluate.smk"
+include: "rules/judge.smk"
+include: "rules/report.smk"
 
 
 rule all:

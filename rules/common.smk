@@ -29,5 +29,10 @@ def code(script):
     return imported_files(os.path.join(workflow.basedir, "scripts", script))
 
 
+def eval_steps():
+    """The checkpoints that are exported, generated from and judged (step 0 = the base policy)."""
+    return [0] + sorted(config.get("eval", {}).get("steps", []))
+
+
 def final_outputs():
     return [f"{RESULTS}/data/train.parquet", f"{RESULTS}/data/val.parquet"]

@@ -1,0 +1,1 @@
+# Rules of this stage are added here.
