@@ -1,11 +1,14 @@
 # audiobook-rl: novel excerpts -> reference scripts -> GRPO training -> judged checkpoints -> report.
 # The DAG is the architecture: one rules/*.smk file per stage, helpers in rules/common.smk.
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The default config lives with the workflow, so `snakemake -d elsewhere` finds it too.
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 include: "rules/common.smk"

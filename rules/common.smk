@@ -24,6 +24,10 @@ def repo_file(path):
     return os.path.join(workflow.basedir, path)
 
 
+if not os.path.exists(repo_file(config["corpus"])):
+    sys.exit(f"Error: config key 'corpus': {config['corpus']}: no such file.")
+
+
 def code(script):
     """The package modules a stage script imports: rule inputs, so an edit reruns the stage."""
     return imported_files(os.path.join(workflow.basedir, "scripts", script))

@@ -50,6 +50,13 @@ def _check_ranges(config: dict) -> None:
     s = config.get("slice", {})
     if s.get("min_chars", 0) > s.get("max_chars", 0):
         raise UserError("config keys 'slice.min_chars' and 'slice.max_chars': the minimum is above the maximum.")
+    split = config.get("split", {})
+    if "n_train" in split and "n_val" in split and "n_slices" in s:
+        wanted = split["n_train"] + split["n_val"]
+        if wanted > s["n_slices"]:
+            raise UserError(
+                f"config keys 'split.n_train' + 'split.n_val' ({wanted}) exceed 'slice.n_slices' ({s['n_slices']})."
+            )
 
 
 def load_config(path: str | Path, schema_path: str | Path, overlays: list[str | Path] = ()) -> dict:

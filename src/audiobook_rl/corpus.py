@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .script import SCENE_BREAK
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class Sentences:
         self.starts = array("q")
         self.ends = array("q")
         self.broken = bytearray()
-        self.paragraph_breaks = 0
+        self.inner = bytearray()  # scene-break lines: allowed inside an excerpt, never at its edges
         pos = 0
         for line in text.split("\n"):
             self._add_paragraph(line, pos)
@@ -139,6 +140,9 @@ class Sentences:
             return
         # Chapter headings and unbalanced quotes: no excerpt may contain them.
         broken = not quote_balanced(line) or bool(_HEADING.match(line))
+        if SCENE_BREAK.match(line):
+            self._add(offset + i, offset + len(line.rstrip()), broken, inner=True)
+            return
         depth = 0
         start = i
         while i < n:
@@ -161,10 +165,11 @@ class Sentences:
         if end > start:
             self._add(offset + start, offset + end, broken)
 
-    def _add(self, start: int, end: int, broken: bool) -> None:
+    def _add(self, start: int, end: int, broken: bool, inner: bool = False) -> None:
         self.starts.append(start)
         self.ends.append(end)
         self.broken.append(1 if broken else 0)
+        self.inner.append(1 if inner else 0)
 
 
 def slice_text(
@@ -217,7 +222,7 @@ def slice_text(
 def _window_at(
     sentences: Sentences, first: int, min_chars: int, max_chars: int, rng: random.Random, taken: list
 ) -> tuple[int, int] | None:
-    if sentences.broken[first]:
+    if sentences.broken[first] or sentences.inner[first]:
         return None
     start = sentences.starts[first]
     ends = []
@@ -226,7 +231,7 @@ def _window_at(
         length = sentences.ends[j] - start
         if length > max_chars:
             break
-        if length >= min_chars:
+        if length >= min_chars and not sentences.inner[j]:
             ends.append(sentences.ends[j])
         j += 1
     if not ends:

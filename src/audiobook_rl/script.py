@@ -41,6 +41,8 @@ FAMILY_OF: dict[str, str] = {t: fam for fam, tones in TONE_FAMILIES.items() for 
 # Quote marks that enclose speech; they are not part of any segment's content.
 OUTER_QUOTES = "“”「」"
 _NOT_READ = re.compile(rf"[\s{OUTER_QUOTES}]")
+# A line of symbols only (＊　＊　＊) marks a scene break: a long pause, nothing to read.
+SCENE_BREAK = re.compile(r"^[\s＊*·•—－\-~～#＃=]+$")
 
 
 @dataclass(frozen=True)
@@ -226,8 +228,9 @@ def from_dicts(items: list[dict]) -> list[Segment]:
 
 
 def reading_text(text: str) -> str:
-    """The characters a narrator reads: whitespace and outer quote marks removed."""
-    return _NOT_READ.sub("", text)
+    """The characters a narrator reads: scene-break lines, whitespace and outer quote marks removed."""
+    lines = (line for line in text.split("\n") if not SCENE_BREAK.match(line))
+    return _NOT_READ.sub("", "".join(lines))
 
 
 def joined_content(segments: list[Segment]) -> str:

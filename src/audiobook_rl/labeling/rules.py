@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..script import NARRATOR, Segment
+from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import (
     LISTENER_MARKERS,
     PRONOUNS,
@@ -30,7 +30,6 @@ from .lexicon import (
 )
 
 UNKNOWN_SPEAKER = "某人"
-SCENE_BREAK = re.compile(r"^[\s＊*·•—－\-~～#＃=]+$")
 _SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
 _TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
 _AFTER_TAG = re.compile(r"^([^。！？!?“”，,]{1,14}?(?:道|说|问|曰))[。，,！!]")

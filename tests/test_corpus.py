@@ -1,0 +1,119 @@
+"""Reading novels in their usual encodings and cutting them into excerpts."""
+
+import pytest
+
+from audiobook_rl.corpus import Sentences, quote_balanced, read_text, slice_text
+from audiobook_rl.errors import UserError
+
+from conftest import SHUIHU, STORY
+
+SETTINGS = dict(n=20, min_chars=100, max_chars=200, seed=2024)
+
+
+@pytest.fixture(scope="module")
+def story() -> str:
+    text, encoding = read_text(STORY)
+    assert encoding == "utf-8"
+    return text
+
+
+def test_bundled_story_is_long_and_dialogue_rich(story):
+    assert len(story) >= 15_000
+    assert story.count("“") >= 200
+
+
+def test_slicing_is_deterministic_and_seeded(story):
+    first = slice_text(story, **SETTINGS)
+    again = slice_text(story, **SETTINGS)
+    other = slice_text(story, **{**SETTINGS, "seed": 1})
+    assert first == again
+    assert [s.start for s in first] != [s.start for s in other]
+
+
+def test_slices_are_sentence_runs_within_bounds(story):
+    slices = slice_text(story, **SETTINGS)
+    assert len(slices) == 20
+    ends = "。！？…”’"
+    for s in slices:
+        assert 100 <= len(s.text) <= 200
+        assert story[s.start : s.end] == s.text
+        assert s.text[-1] in ends, s.text
+        assert not s.text[0].isspace()
+        before = story[: s.start].rstrip(" \u3000")
+        assert before == "" or before[-1] in ends + "\n", f"{s.id} starts mid-sentence"
+    spans = sorted((s.start, s.end) for s in slices)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:])), "slices overlap"
+
+
+def test_no_slice_cuts_a_quote(story):
+    for seed in range(5):
+        for s in slice_text(story, **{**SETTINGS, "seed": seed}):
+            for paragraph in s.text.split("\n"):
+                assert quote_balanced(paragraph), (s.id, paragraph)
+
+
+def test_windows_with_unbalanced_quotes_are_skipped():
+    good = "　　林青道：“走吧。”沈墨白点了点头，转身出门去了。" * 3
+    bad = "　　韩七道：“这话说到一半便断了。他又叹了口气，望着窗外。" * 3
+    text = "\n\n".join([good, bad] * 30)
+    for s in slice_text(text, n=10, min_chars=60, max_chars=120, seed=3):
+        assert "韩七" not in s.text
+
+
+@pytest.mark.parametrize("encoding,bom,newline", [("gbk", b"", "\n"), ("gb18030", b"", "\r\n"), ("utf-8", b"\xef\xbb\xbf", "\r\n"), ("utf-16", b"", "\n")])
+def test_encoding_twins_give_identical_slices(tmp_path, story, encoding, bom, newline):
+    twin = tmp_path / "twin.txt"
+    twin.write_bytes(bom + story.replace("\n", newline).encode(encoding))
+    text, _ = read_text(twin)
+    assert text == story
+    assert slice_text(text, **SETTINGS) == slice_text(story, **SETTINGS)
+
+
+def test_real_novel_in_gbk_yields_the_same_slices(tmp_path):
+    original = SHUIHU.read_text(encoding="utf-8")[:200_000]
+    (tmp_path / "u.txt").write_text(original, encoding="utf-8")
+    (tmp_path / "g.txt").write_bytes(original.encode("gb18030"))
+    a, _ = read_text(tmp_path / "u.txt")
+    b, encoding = read_text(tmp_path / "g.txt")
+    assert encoding == "gb18030"
+    assert slice_text(a, **SETTINGS) == slice_text(b, **SETTINGS)
+
+
+def test_sentences_end_after_closing_quotes():
+    text = "　　林青道：“走吧。”沈墨白道：“好！”\n\n　　雪停了。"
+    spans = Sentences(text)
+    pieces = [text[a:b] for a, b in zip(spans.starts, spans.ends)]
+    assert pieces == ["林青道：“走吧。”", "沈墨白道：“好！”", "雪停了。"]
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (None, "no such file"),
+        (b"", "empty"),
+        (b"   \n\n", "empty"),
+        (bytes(range(256)) * 20, "binary"),
+        (b"\x81\x30" * 10 + b"\xff\xfe\xfd" * 50, "cannot be read"),
+    ],
+)
+def test_bad_files_get_one_sentence(tmp_path, content, message):
+    path = tmp_path / "novel.txt"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(UserError) as err:
+        read_text(path)
+    assert message in str(err.value)
+    assert str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_too_short_text_says_how_many_slices_it_can_make(story):
+    with pytest.raises(UserError) as err:
+        slice_text(story[:1500], **SETTINGS, source="short.txt")
+    assert "short.txt: can make only" in str(err.value)
+    assert "but 20 were requested" in str(err.value)
+
+
+def test_chapter_headings_are_not_part_of_slices(story):
+    for s in slice_text(story, **SETTINGS):
+        assert "第" not in s.text.split("\n")[0][:2] or "回" not in s.text.split("\n")[0][:6]

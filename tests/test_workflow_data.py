@@ -1,0 +1,128 @@
+"""The data half of the DAG through Snakemake: outputs, bad input, and what reruns after an edit."""
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, STORY, planned_rules, snakemake, write_config
+
+TARGET = "results/data/val.parquet"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A finished run of the data half on a copy of the bundled story."""
+    workdir = tmp_path_factory.mktemp("data-half")
+    shutil.copy(STORY, workdir / "novel.txt")
+    (workdir / "base.yaml").write_text("corpus: novel.txt\n", encoding="utf-8")
+    snakemake(workdir, TARGET, "--cores", "2", "--configfile", str(workdir / "base.yaml"))
+    return workdir
+
+
+def test_builds_slices_labels_and_parquet(built):
+    slices = [json.loads(line) for line in (built / "results/slices.jsonl").read_text().splitlines()]
+    labels = [json.loads(line) for line in (built / "results/labels.jsonl").read_text().splitlines()]
+    assert len(slices) == len(labels) == 20
+    assert len(pd.read_parquet(built / "results/data/train.parquet")) == 16
+    assert len(pd.read_parquet(built / "results/data/val.parquet")) == 4
+    assert (built / "logs/label_slices.log").read_text().count("labeled:") >= 1
+
+
+def plan(workdir, **changes):
+    overlay = write_config(workdir, corpus="novel.txt", **changes)
+    return planned_rules(workdir, TARGET, configfile=overlay)
+
+
+def test_nothing_to_do_after_a_finished_run(built):
+    assert plan(built) == set()
+
+
+@pytest.mark.parametrize(
+    "changes,expected",
+    [
+        ({"slice": {"seed": 99}}, {"slice_corpus", "label_slices", "split_dataset"}),
+        ({"label": {"backend": "rules"}, "slice": {"n_slices": 20}}, set()),  # same values: no rerun
+        ({"split": {"seed": 8}}, {"split_dataset"}),
+        ({"split": {"data_source": "novel"}}, {"split_dataset"}),
+    ],
+)
+def test_a_config_edit_reruns_its_stage_and_what_follows(built, changes, expected):
+    assert plan(built, **changes) == expected
+
+
+def test_touching_inputs_without_changing_them_reruns_nothing(built):
+    (built / "novel.txt").touch()
+    (REPO / "config/prompts/create.md").touch()
+    assert plan(built) == set()
+
+
+def test_editing_the_create_prompt_reruns_the_split(built, tmp_path):
+    prompt = tmp_path / "create.md"
+    prompt.write_text((REPO / "config/prompts/create.md").read_text() + "\n注意标点。\n", encoding="utf-8")
+    assert plan(built, agent={"create_prompt": str(prompt)}) == {"split_dataset"}
+
+
+def run_bad(workdir, corpus_bytes=None, **config):
+    if corpus_bytes is not None:
+        (workdir / "novel.txt").write_bytes(corpus_bytes)
+    overlay = write_config(workdir, corpus="novel.txt", **config)
+    return snakemake(workdir, TARGET, "--cores", "1", "--configfile", str(overlay), check=False)
+
+
+@pytest.mark.parametrize(
+    "corpus,expected",
+    [
+        (b"", "novel.txt: the file is empty."),
+        (bytes(range(256)) * 40, "novel.txt: looks like a binary file"),
+        ("　　林青道：“走吧。”\n".encode() * 10, "novel.txt: can make only"),
+    ],
+)
+def test_bad_corpus_fails_with_one_sentence_and_leaves_nothing(workdir, corpus, expected):
+    proc = run_bad(workdir, corpus)
+    assert proc.returncode != 0
+    assert expected in proc.stdout + proc.stderr
+    assert "Traceback" not in (workdir / "logs/slice_corpus.log").read_text()
+    assert not (workdir / "results/slices.jsonl").exists()
+
+
+def test_missing_corpus_is_named_before_anything_runs(workdir):
+    proc = run_bad(workdir)
+    assert proc.returncode != 0
+    assert "config key 'corpus': novel.txt: no such file." in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "config,expected",
+    [
+        ({"slice": {"n_slices": "many"}}, "config key 'slice.n_slices': 'many' is not of type 'integer'"),
+        ({"slice": {"min_chars": 300}}, "'slice.min_chars' and 'slice.max_chars'"),
+        ({"split": {"sed": 1}}, "unknown key(s) ['sed'] in section 'split'"),
+        ({"label": {"backend": "gpt"}}, "config key 'label.backend'"),
+        ({"slice": {"n_slices": 10}}, "'split.n_train' + 'split.n_val' (20) exceed 'slice.n_slices' (10)"),
+    ],
+)
+def test_invalid_config_names_the_key(workdir, config, expected):
+    (workdir / "novel.txt").write_bytes(STORY.read_bytes())
+    proc = run_bad(workdir, **config)
+    assert proc.returncode != 0
+    assert expected in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_text_without_dialogue_is_sliced_with_a_warning(workdir):
+    narration = "　　山路弯弯，雪落无声。远处的松林里偶尔传来一两声鸦鸣，随即又归于寂静。行人裹紧了斗篷，一步一步往山上去。\n\n"
+    proc = run_bad(workdir, narration.encode() * 40, slice={"n_slices": 5}, split={"n_train": 4, "n_val": 1})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "has no dialogue" in (workdir / "logs/slice_corpus.log").read_text()
+
+
+def test_lint_and_format_are_clean():
+    import subprocess
+    import sys
+
+    lint = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    fmt = subprocess.run(["snakefmt", "--check", "Snakefile", "rules/"], cwd=REPO, capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
