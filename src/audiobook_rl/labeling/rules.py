@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import (
+    DESCRIPTOR_OPENERS,
     LISTENER_MARKERS,
     PRONOUNS,
     Lexicon,
@@ -32,6 +33,7 @@ from .lexicon import (
 UNKNOWN_SPEAKER = "某人"
 _SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
 _TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
+_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰)[：:，,]?$")
 _AFTER_TAG = re.compile(r"^([^。！？!?“”，,]{1,14}?(?:道|说|问|曰))[。，,！!]")
 
 # (pattern in the tag clause, tone, intensity): the first match wins.
@@ -188,14 +190,16 @@ def _speaker(before: str, after: str, lexicon: Lexicon, state: _State) -> tuple[
 def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     clauses = [c for c in re.split(r"[，,；;、]", sentence.rstrip("：:，, ")) if c.strip()]
     # The verb's own clause first (林青对沈墨白道), then the sentence's subject (林青站起身来，…，笑道).
-    for clause in [clauses[-1]] + clauses[:-1] if clauses else []:
-        name = _subject(clause, lexicon)
+    # A name the lexicon does not know is trusted only in subject position (the first clause).
+    order = [(clauses[-1], len(clauses) == 1)] + [(c, k == 0) for k, c in enumerate(clauses[:-1])] if clauses else []
+    for clause, subject_position in order:
+        name = _subject(clause, lexicon, allow_unknown=subject_position)
         if name:
             return _resolve(name, state)
     return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER
 
 
-def _subject(clause: str, lexicon: Lexicon) -> str | None:
+def _subject(clause: str, lexicon: Lexicon, allow_unknown: bool = False) -> str | None:
     """The speaker named by a clause, or a pronoun, or None."""
     clause = strip_lead(clause.strip("　 \t”’"))
     for pronoun in PRONOUNS:
@@ -205,8 +209,12 @@ def _subject(clause: str, lexicon: Lexicon) -> str | None:
     if name:
         return name
     candidate = subject_candidate(clause)
-    if candidate and (candidate in lexicon.names or candidate[0] in "那这众两几一三二诸"):
+    if candidate and candidate[0] in "那这" and lexicon.name_at(candidate, 1):
+        return lexicon.name_at(candidate, 1)  # 那殷天锡 → 殷天锡
+    if candidate and (candidate in lexicon.names or candidate.startswith(DESCRIPTOR_OPENERS)):
         return candidate
+    if allow_unknown and candidate and _VERB_ONLY.match(clause[len(candidate) :]):
+        return candidate  # a name the corpus rarely tags: 贺统军道 → 贺统军
     # A known name later in the clause that is not a listener (只听林青道 / 但听得门外林青道).
     for i in range(1, len(clause)):
         name = lexicon.name_at(clause, i)

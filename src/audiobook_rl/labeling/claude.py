@@ -1,0 +1,99 @@
+"""The Claude labeler: reference scripts from Claude through the Messages API (the seed's labels).
+
+Each slice is sent with the prompt ``label.prompt`` (a rule input). A reply is a valid reference only
+if it parses with the shared schema without errors and its contents cover the excerpt (text F1 of at
+least ``label.min_coverage``); otherwise the problems are shown to the model in a follow-up turn,
+up to ``label.max_attempts`` replies in all. A slice that never validates fails the stage with its
+id: a bad reference is never written silently. Every reply goes through the LLM client layer, so it
+is cached: a resumed or repeated run pays only for slices it has not seen.
+"""
+
+from __future__ import annotations
+
+import logging
+from difflib import SequenceMatcher
+
+from .. import llm
+from ..corpus import Slice
+from ..errors import UserError
+from ..prompts import load_prompt
+from ..script import TONES, Segment, joined_content, parse_script, reading_text
+
+log = logging.getLogger(__name__)
+
+RETRY = (
+    "这个回答不能用作参考脚本：{problems}。"
+    "请改正这些问题，重新输出完整的 JSON 数组（只输出数组本身）。"
+)
+
+
+def text_f1(output: str, target: str) -> float:
+    """How closely the characters of ``output`` follow ``target`` (letters, digits, CJK; 1 = same)."""
+    a = "".join(ch for ch in output if ch.isalnum())
+    b = "".join(ch for ch in target if ch.isalnum())
+    if not a or not b:
+        return float(a == b)
+    hit = sum(m.size for m in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks())
+    return 2 * hit / (len(a) + len(b))
+
+
+class ClaudeLabeler:
+    """``label`` backend ``claude``; ``settings`` is the ``label`` config section."""
+
+    backend = "claude"
+
+    def __init__(self, settings: dict, session=None):
+        self.model = settings.get("model") or ""
+        if not self.model:
+            raise UserError("config key 'label.model' is empty; set the Claude model id (see config/seed.yaml).")
+        self.prompt = load_prompt(llm.repo_path(settings.get("prompt", "config/prompts/label.md")))
+        self.prompt_hash = self.prompt.sha256
+        self.max_tokens = int(settings.get("max_tokens", 4096))
+        self.temperature = settings.get("temperature", 0.0)
+        self.max_attempts = max(1, int(settings.get("max_attempts", 3)))
+        self.min_coverage = float(settings.get("min_coverage", 0.95))
+        self.client = (session or llm.current()).client("anthropic", needed_by="label.backend 'claude'")
+
+    def label(self, slices: list[Slice], progress=None) -> list[list[Segment]]:
+        """One reference script per slice, in order; slices are labeled concurrently."""
+        return self.client.map(self._label_one, slices, "labeled", progress)
+
+    def _label_one(self, item: Slice) -> list[Segment]:
+        system, user = (m["content"] for m in self.prompt.messages(text=item.text, tones=" ".join(TONES)))
+        messages: list[dict] = [{"role": "user", "content": user}]
+        problems = ""
+        for attempt in range(1, self.max_attempts + 1):
+            request = llm.Request(
+                model=self.model,
+                system=system,
+                messages=tuple(messages),
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                item=f"slice {item.id}",
+            )
+            reply = self.client.complete(request)
+            script, problems = self.check(item.text, reply.text)
+            if script is not None:
+                return script
+            log.warning("slice %s: reply %d/%d is not a valid reference: %s", item.id, attempt, self.max_attempts, problems)
+            messages += [
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": RETRY.format(problems=problems)},
+            ]
+        raise UserError(
+            f"slice {item.id}: {self.model} gave no valid reference script in {self.max_attempts} replies "
+            f"(last problem: {problems}); raise label.max_attempts or check config/prompts/label.md."
+        )
+
+    def check(self, source: str, raw: str) -> tuple[list[Segment] | None, str]:
+        """The script if ``raw`` is a usable reference for ``source``, else (None, the problems)."""
+        parsed = parse_script(raw)
+        if not parsed.ok:
+            return None, "; ".join(parsed.errors[:8]) or "no JSON array"
+        f1 = text_f1(joined_content(parsed.segments), reading_text(source))
+        if f1 < self.min_coverage:
+            return None, (
+                f"the contents joined together differ from the excerpt (character F1 {f1:.2f}, "
+                f"need {self.min_coverage:.2f}): copy every word of the excerpt, in order, and add nothing"
+            )
+        return parsed.segments, ""
