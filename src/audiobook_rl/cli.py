@@ -1,6 +1,12 @@
 """``audiobook-rl``: one-off use outside the pipeline.
 
     audiobook-rl label [--backend NAME] [FILE|-]     print the script JSON of one excerpt
+    audiobook-rl judge --source FILE --reference FILE --candidate FILE [--backend NAME]
+                                                     print the judge's verdict JSON for one script
+
+Settings come from the repository's config/config.yaml (plus ``--config`` overlays, e.g.
+config/seed.yaml); ``--backend`` overrides the stage's backend. Paid backends read their keys from
+the environment and share the pipeline's reply cache (``llm.cache_dir``).
 """
 
 from __future__ import annotations
@@ -31,16 +37,58 @@ def _read_input(name: str) -> str:
     return text.replace("\r\n", "\n").strip()
 
 
+def _config(overlays: list[str]) -> dict:
+    from .config import load_config
+    from .llm import repo_path
+
+    return load_config(repo_path("config/config.yaml"), repo_path("config/config.schema.yaml"), overlays)
+
+
+def _read_file(name: str, what: str) -> str:
+    path = Path(name)
+    if not path.is_file():
+        raise UserError(f"{name}: no such file ({what}).")
+    return path.read_text(encoding="utf-8-sig")
+
+
 def cmd_label(args: argparse.Namespace) -> int:
+    from . import llm
     from .corpus import Slice
     from .labeling import make_labeler
 
     text = _read_input(args.file)
-    settings = {"backend": args.backend}
-    labeler = make_labeler(settings)
-    [script] = labeler.label([Slice("cli", text, 0, len(text))])
+    config = _config(args.config)
+    settings = {**config["label"], **({"backend": args.backend} if args.backend else {})}
+    with llm.session(config["llm"], stage="label (command line)"):
+        labeler = make_labeler(settings)
+        [script] = labeler.label([Slice("cli", text, 0, len(text))])
     print(json.dumps([s.to_dict() for s in script], ensure_ascii=False, indent=None if args.compact else 2))
     return 0
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from . import llm
+    from .judging import make_judge
+
+    config = _config(args.config)
+    settings = {**config["judge"], **({"backend": args.backend} if args.backend else {})}
+    source = _read_file(args.source, "the excerpt").replace("\r\n", "\n").strip()
+    try:
+        reference = json.loads(_read_file(args.reference, "the reference script"))
+    except ValueError as err:
+        raise UserError(f"{args.reference}: the reference is not JSON ({err}); give a script JSON array.") from None
+    if isinstance(reference, dict):  # a line of results/labels.jsonl
+        reference = reference.get("script", reference.get("segments"))
+    candidate = _read_file(args.candidate, "the candidate output")
+    aliases = json.loads(_read_file(args.aliases, "the aliases")) if args.aliases else None
+    with llm.session(config["llm"], stage="judge (command line)"):
+        judge = make_judge(settings)
+        try:
+            verdict = judge.score(source, reference, candidate, aliases)
+        except (ValueError, TypeError) as err:
+            raise UserError(f"{args.reference}: not a valid reference script ({err}).") from None
+    print(json.dumps(verdict.to_dict(), ensure_ascii=False, indent=None if args.compact else 2))
+    return 0 if verdict.overall is not None else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,9 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     label = sub.add_parser("label", help="print the audiobook script JSON of one excerpt")
     label.add_argument("file", nargs="?", default="-", help="UTF-8/GBK text file, or - for stdin (default)")
-    label.add_argument("--backend", default="rules", help="labeling backend (default: rules)")
+    label.add_argument("--backend", help="labeling backend: rules | claude (default: label.backend of the config)")
+    label.add_argument("--config", action="append", default=[], metavar="FILE", help="config overlay (repeatable)")
     label.add_argument("--compact", action="store_true", help="print the JSON on one line")
     label.set_defaults(func=cmd_label)
+    judge = sub.add_parser("judge", help="print the judge's verdict JSON for one candidate script")
+    judge.add_argument("--source", required=True, help="the excerpt (UTF-8 text file)")
+    judge.add_argument("--reference", required=True, help="the reference script (JSON array, or a labels.jsonl line)")
+    judge.add_argument("--candidate", required=True, help="the candidate: raw model output or a script JSON file")
+    judge.add_argument("--aliases", help="JSON object mapping a name's aliases to the name (optional)")
+    judge.add_argument("--backend", help="rubric | glm | openai (default: judge.backend of the config)")
+    judge.add_argument("--config", action="append", default=[], metavar="FILE", help="config overlay (repeatable)")
+    judge.add_argument("--compact", action="store_true", help="print the JSON on one line")
+    judge.set_defaults(func=cmd_judge)
     return parser
 
 

@@ -2,6 +2,10 @@
 
 Snakemake tracks a ``script:``'s own file but not the modules it imports; the workflow declares
 the files found here as rule inputs (compared by content, so a ``touch`` reruns nothing).
+Every ``import`` statement counts, also inside functions. Backend registries load optional backends
+with ``importlib.import_module`` instead, so a stage depends on such a backend only when its script
+imports it by name (``scripts/label_slices.py`` imports the Claude labeler; building the policy,
+which uses only the rule labeler, does not).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ corpus lexicon and imports its SDK only when chosen.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import Callable
 
@@ -26,9 +27,9 @@ def _rules(settings: dict, lexicon: Lexicon | None):
 
 
 def _claude(settings: dict, lexicon: Lexicon | None):
-    from .claude import ClaudeLabeler
-
-    return ClaudeLabeler(settings)
+    # Loaded by name so that stages that only use the rule labeler (policy building) do not depend
+    # on the API client code: see audiobook_rl.deps.
+    return importlib.import_module(f"{__name__}.claude").ClaudeLabeler(settings)
 
 
 BACKENDS: dict[str, Callable] = {"rules": _rules, "claude": _claude}

@@ -21,10 +21,7 @@ from ..script import TONES, Segment, joined_content, parse_script, reading_text
 
 log = logging.getLogger(__name__)
 
-RETRY = (
-    "这个回答不能用作参考脚本：{problems}。"
-    "请改正这些问题，重新输出完整的 JSON 数组（只输出数组本身）。"
-)
+RETRY = "这个回答不能用作参考脚本：{problems}。请改正这些问题，重新输出完整的 JSON 数组（只输出数组本身）。"
 
 
 def text_f1(output: str, target: str) -> float:
@@ -75,7 +72,9 @@ class ClaudeLabeler:
             script, problems = self.check(item.text, reply.text)
             if script is not None:
                 return script
-            log.warning("slice %s: reply %d/%d is not a valid reference: %s", item.id, attempt, self.max_attempts, problems)
+            log.warning(
+                "slice %s: reply %d/%d is not a valid reference: %s", item.id, attempt, self.max_attempts, problems
+            )
             messages += [
                 {"role": "assistant", "content": reply.text},
                 {"role": "user", "content": RETRY.format(problems=problems)},

@@ -1,0 +1,217 @@
+"""The client: cache, retries, rate limit and bounded concurrency around one provider adapter."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from ..errors import UserError
+from .cache import DiskCache, request_key
+from .progress import Bar
+from .providers import make_provider
+from .usage import Usage
+
+log = logging.getLogger(__name__)
+
+MAX_RETRY_AFTER_S = 600.0  # a server asking for a longer wait than this is not waited for that long
+
+
+class _Skipped(Exception):
+    """An item not started because another one failed."""
+
+
+class LLMError(UserError):
+    """A request that still failed after the last try (or could not be retried); names the item."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call. ``item`` names what it is for (a slice id) in errors and logs; it is not
+    part of the cache key, everything else is."""
+
+    model: str
+    system: str
+    messages: tuple  # ({"role": "user"|"assistant", "content": str}, ...)
+    max_tokens: int
+    temperature: float | None = None
+    extra: dict = field(default_factory=dict)  # other body fields (e.g. response_format)
+    item: str = ""
+
+    def payload(self) -> dict:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "messages": [dict(m) for m in self.messages],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "extra": self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    cached: bool
+
+
+class _RateLimiter:
+    """At most ``per_minute`` request starts per minute for one provider, across all threads."""
+
+    _shared: dict[tuple[str, float], "_RateLimiter"] = {}
+    _shared_lock = threading.Lock()
+
+    def __init__(self, per_minute: float):
+        self.interval = 60.0 / per_minute if per_minute else 0.0
+        self.lock = threading.Lock()
+        self.next_start = 0.0
+
+    @classmethod
+    def for_provider(cls, provider: str, per_minute: float) -> "_RateLimiter":
+        with cls._shared_lock:
+            return cls._shared.setdefault((provider, float(per_minute or 0)), cls(per_minute))
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next_start)
+            self.next_start = start + self.interval
+        if start > now:
+            time.sleep(start - now)
+
+
+class LLMClient:
+    """Calls to one provider (``anthropic``, ``zhipuai`` or ``openai``) with the ``llm`` settings.
+
+    ``needed_by`` names the config key that asked for this provider, for the missing-key message.
+    """
+
+    def __init__(self, provider: str, settings: dict, usage: Usage, needed_by: str):
+        self.provider_name = provider
+        self.settings = settings
+        self.usage = usage
+        self.provider = make_provider(provider, settings, needed_by)  # checks the key: fails before any work
+        self.cache = DiskCache(settings["cache_dir"], provider)
+        self.concurrency = max(1, int(settings["concurrency"]))
+        self._in_flight = threading.BoundedSemaphore(self.concurrency)
+        self._limiter = _RateLimiter.for_provider(
+            provider, (settings.get("rate_limit_per_minute") or {}).get(provider, 0)
+        )
+
+    def complete(self, request: Request) -> Reply:
+        """The reply to ``request``: from the cache if it was ever answered, else from the provider."""
+        key = request_key(self.provider_name, request.payload())
+        hit = self.cache.get(key)
+        if hit is not None:
+            reply = Reply(hit["reply"]["text"], hit["reply"]["input_tokens"], hit["reply"]["output_tokens"], True)
+            self.usage.call(
+                self.provider_name, request.model, request.item, reply.input_tokens, reply.output_tokens, True
+            )
+            return reply
+        text, tokens_in, tokens_out = self._send(request)
+        # Stored before returning: whatever happens next, this answer has been paid for once.
+        self.cache.put(
+            key,
+            {
+                "provider": self.provider_name,
+                "request": request.payload(),
+                "reply": {"text": text, "input_tokens": tokens_in, "output_tokens": tokens_out},
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+        )
+        self.usage.call(self.provider_name, request.model, request.item, tokens_in, tokens_out, False)
+        return Reply(text, tokens_in, tokens_out, False)
+
+    def _send(self, request: Request) -> tuple[str, int, int]:
+        s = self.settings
+        tries = max(1, int(s["max_tries"]))
+        for attempt in range(1, tries + 1):
+            self._limiter.wait()
+            try:
+                with self._in_flight:
+                    return self.provider.send(request, float(s["timeout_s"]))
+            except Exception as err:  # noqa: BLE001 — classified below; unknown errors are not retried
+                failure = self.provider.classify(err)
+            if not failure.retryable or attempt == tries:
+                self.usage.failure(self.provider_name, request.model)
+                what = "after %d tries" % attempt if failure.retryable else "(not retryable)"
+                raise LLMError(
+                    f"{request.item or 'a request'}: {self.provider_name} model {request.model} failed {what}: "
+                    f"{failure.message}"
+                ) from None
+            backoff = min(float(s["backoff_max_s"]), float(s["backoff_s"]) * 2 ** (attempt - 1))
+            delay = backoff * (0.5 + random.random() / 2)  # jitter: parallel workers do not retry in lockstep
+            if failure.retry_after is not None:
+                delay = max(delay, min(failure.retry_after, MAX_RETRY_AFTER_S))
+            self.usage.retry(self.provider_name, request.model)
+            log.warning(
+                "%s: try %d/%d failed (%s); retrying in %.1f s",
+                request.item or "request",
+                attempt,
+                tries,
+                failure.message,
+                delay,
+            )
+            time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def map(self, fn: Callable, items: Sequence, what: str, progress: Callable | None = None) -> list:
+        """``[fn(item) for item in items]`` on ``llm.concurrency`` threads, in order.
+
+        The first exception stops the items not yet started, lets the running ones finish (their
+        replies land in the cache) and is raised. ``progress`` (e.g. :class:`stage.Progress`) is
+        called once per finished item; a terminal also gets a progress bar.
+        """
+        if not items:
+            return []
+        if progress is None:
+            from ..stage import Progress
+
+            progress = Progress(len(items), what)
+        bar = Bar(len(items), what)
+        results: list = [None] * len(items)
+        stop = threading.Event()
+
+        def guarded(item):
+            if stop.is_set():  # a failure elsewhere: start nothing new
+                raise _Skipped()
+            try:
+                return fn(item)
+            except BaseException:
+                stop.set()
+                raise
+
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
+            futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
+
+            def finished(future) -> None:
+                if not future.cancelled() and future.exception() is None:
+                    bar.step()
+                    progress()
+
+            for future in futures:
+                future.add_done_callback(finished)
+            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            if any(f.exception() is not None for f in done):
+                for f in pending:
+                    f.cancel()
+                wait(pending)
+                bar.close()
+                failed = [
+                    f
+                    for f in futures
+                    if not f.cancelled() and f.exception() is not None and not isinstance(f.exception(), _Skipped)
+                ]
+                raise min(failed, key=lambda f: futures[f]).exception()
+            for future, i in futures.items():
+                results[i] = future.result()
+        bar.close()
+        return results

@@ -1,0 +1,61 @@
+"""Realistic references (the bundled story, rule-labeled) and the ways tests damage a script."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from audiobook_rl.corpus import read_text, slice_text
+from audiobook_rl.labeling import build_lexicon
+from audiobook_rl.labeling.rules import RuleLabeler
+from audiobook_rl.script import NARRATOR, Segment
+
+STORY = Path(__file__).resolve().parents[2] / "corpus" / "story.txt"
+
+
+def story_cases(n: int = 20, seed: int = 2024) -> list[dict]:
+    """``n`` excerpts of the bundled story with rule-labeled references: {id, text, script, aliases}."""
+    text, _ = read_text(STORY)
+    lexicon = build_lexicon(text)
+    items = slice_text(text, n=n, min_chars=100, max_chars=200, seed=seed)
+    scripts = RuleLabeler(lexicon).label(items)
+    return [
+        {"id": s.id, "text": s.text, "script": script, "aliases": lexicon.aliases} for s, script in zip(items, scripts)
+    ]
+
+
+def dumps(script: list[Segment]) -> str:
+    return json.dumps([s.to_dict() for s in script], ensure_ascii=False)
+
+
+def drop_segment(script: list[Segment]) -> list[Segment]:
+    """Lose the longest segment (the omission a model makes most visibly)."""
+    i = max(range(len(script)), key=lambda k: len(script[k].content))
+    return script[:i] + script[i + 1 :]
+
+
+def swap_speaker(script: list[Segment]) -> list[Segment]:
+    """Give the first line of dialogue to the narrator (or the first narration to a character)."""
+    out = list(script)
+    for i, s in enumerate(out):
+        if s.speaker != NARRATOR:
+            out[i] = dataclasses.replace(s, speaker=NARRATOR)
+            return out
+    out[0] = dataclasses.replace(out[0], speaker="某人")
+    return out
+
+
+def flatten_tones(script: list[Segment]) -> list[Segment]:
+    """Every segment calm at intensity 1, whatever the text says."""
+    return [dataclasses.replace(s, tone="平静", intensity=1) for s in script]
+
+
+def merge_all(script: list[Segment]) -> list[Segment]:
+    """One narration segment holding all the text."""
+    return [Segment(NARRATOR, "".join(s.content for s in script), "平静", 1, 500)]
+
+
+def break_json(text: str) -> str:
+    """Cut the JSON off before its end, as a model that ran out of tokens does."""
+    return text[: len(text) * 2 // 3]

@@ -1,0 +1,92 @@
+"""`audiobook-rl judge` (and `label --backend claude`) on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from loopback import Loopback, Reply, anthropic_message, chat_completion
+from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE, judge_reply, valid_label_reply
+
+from audiobook_rl.cli import main
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {name: tmp_path / name for name in ("source.txt", "reference.json", "candidate.txt")}
+    paths["source.txt"].write_text(SOURCE, encoding="utf-8")
+    paths["reference.json"].write_text(REFERENCE_JSON, encoding="utf-8")
+    paths["candidate.txt"].write_text(f"好的，脚本如下：\n```json\n{REFERENCE_JSON}\n```", encoding="utf-8")
+    return paths
+
+
+def judge_args(files, *extra) -> list[str]:
+    return [
+        "judge",
+        "--source",
+        str(files["source.txt"]),
+        "--reference",
+        str(files["reference.json"]),
+        "--candidate",
+        str(files["candidate.txt"]),
+        *extra,
+    ]
+
+
+def overlay(tmp_path: Path, **sections) -> str:
+    path = tmp_path / "overlay.yaml"
+    path.write_text(yaml.safe_dump(sections, allow_unicode=True), encoding="utf-8")
+    return str(path)
+
+
+def test_judge_prints_the_rubric_verdict_of_raw_model_output(files, capsys):
+    assert main(judge_args(files)) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert (verdict["backend"], verdict["error"]) == ("rubric", None)
+    assert verdict["scores"]["format"] == 0.8 and "removed a code fence" in verdict["reasons"]["format"]
+    assert verdict["overall"] == pytest.approx(1 - 0.2 * 0.2)
+
+
+def test_reference_may_be_a_labels_line(files, capsys):
+    files["reference.json"].write_text(
+        json.dumps({"id": "s1", "script": REFERENCE}, ensure_ascii=False), encoding="utf-8"
+    )
+    files["candidate.txt"].write_text(REFERENCE_JSON, encoding="utf-8")
+    assert main(judge_args(files, "--compact")) == 0
+    assert json.loads(capsys.readouterr().out)["overall"] == 1.0
+
+
+def test_glm_backend_without_key_says_which_variable(files, capsys, monkeypatch):
+    monkeypatch.delenv("ZHIPUAI_API_KEY", raising=False)
+    assert main(judge_args(files, "--backend", "glm")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("audiobook-rl: error: judge.backend 'glm' needs the environment variable ZHIPUAI_API_KEY")
+
+
+def test_glm_backend_through_a_config_overlay(files, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("ZHIPUAI_API_KEY", "glm-cli-key-0123456789")
+    with Loopback(lambda kind, body, n: Reply(body=chat_completion(judge_reply(0.25)))) as server:
+        config = overlay(tmp_path, llm={"base_url": {"zhipuai": server.url}, "cache_dir": str(tmp_path / "cache")})
+        assert main(judge_args(files, "--backend", "glm", "--config", config)) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert (verdict["backend"], verdict["model"], verdict["overall"]) == ("glm", "glm-4.7", 0.25)
+
+
+def test_missing_file_is_one_sentence(files, capsys):
+    files["reference.json"].unlink()
+    assert main(judge_args(files)) == 1
+    assert "reference.json: no such file" in capsys.readouterr().err
+
+
+def test_label_with_the_claude_backend(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cli-0123456789")
+    excerpt = tmp_path / "excerpt.txt"
+    excerpt.write_text(SOURCE, encoding="utf-8")
+    with Loopback(lambda kind, body, n: Reply(body=anthropic_message(valid_label_reply(body)))) as server:
+        config = overlay(tmp_path, llm={"base_url": {"anthropic": server.url}, "cache_dir": str(tmp_path / "cache")})
+        assert main(["label", "--backend", "claude", "--config", config, str(excerpt)]) == 0
+    script = json.loads(capsys.readouterr().out)
+    assert "".join(s["content"] for s in script).startswith("林青推门进来")
+    assert server.requests[0]["body"]["model"] == "claude-opus-4-1-20250805"
