@@ -30,7 +30,14 @@ def measure(path: str) -> dict:
     slices = slice_text(text, n=20, min_chars=100, max_chars=200, seed=2024)
     slice_s = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"chars": len(text), "encoding": encoding, "read_s": read_s, "slice_s": slice_s, "slices": len(slices), "peak_rss_mb": peak_mb}
+    return {
+        "chars": len(text),
+        "encoding": encoding,
+        "read_s": read_s,
+        "slice_s": slice_s,
+        "slices": len(slices),
+        "peak_rss_mb": peak_mb,
+    }
 
 
 def main() -> None:
@@ -43,7 +50,9 @@ def main() -> None:
         print(json.dumps(measure(args.measure)))
         return
     novel = Path(args.novel).read_bytes()
-    print(f"{'size MB':>8} {'chars':>12} {'read s':>8} {'slice s':>8} {'total s':>8} {'s/100MB':>8} {'peak RSS MB':>12}")
+    print(
+        f"{'size MB':>8} {'chars':>12} {'read s':>8} {'slice s':>8} {'total s':>8} {'s/100MB':>8} {'peak RSS MB':>12}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes_mb:
             path = Path(tmp) / f"novel_{size}.txt"
@@ -52,11 +61,15 @@ def main() -> None:
                 while written < size * 1_000_000:
                     f.write(novel)
                     written += len(novel)
-            out = subprocess.run([sys.executable, __file__, "--measure", str(path)], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--measure", str(path)], capture_output=True, text=True, check=True
+            )
             r = json.loads(out.stdout)
             total = r["read_s"] + r["slice_s"]
             mb = written / 1e6
-            print(f"{mb:8.0f} {r['chars']:12d} {r['read_s']:8.2f} {r['slice_s']:8.2f} {total:8.2f} {100 * total / mb:8.2f} {r['peak_rss_mb']:12.0f}")
+            print(
+                f"{mb:8.0f} {r['chars']:12d} {r['read_s']:8.2f} {r['slice_s']:8.2f} {total:8.2f} {100 * total / mb:8.2f} {r['peak_rss_mb']:12.0f}"
+            )
             path.unlink()
 
 
