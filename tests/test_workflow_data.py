@@ -97,6 +97,7 @@ def test_missing_corpus_is_named_before_anything_runs(workdir):
     "config,expected",
     [
         ({"slice": {"n_slices": "many"}}, "config key 'slice.n_slices': 'many' is not of type 'integer'"),
+        ({"slice": {"n_slices": -3}}, "config key 'slice.n_slices': -3 is less than the minimum of 1"),
         ({"slice": {"min_chars": 300}}, "'slice.min_chars' and 'slice.max_chars'"),
         ({"split": {"sed": 1}}, "unknown key(s) ['sed'] in section 'split'"),
         ({"label": {"backend": "gpt"}}, "config key 'label.backend'"),

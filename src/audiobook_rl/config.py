@@ -33,6 +33,7 @@ _Validator = _with_defaults(Draft202012Validator)
 def validate_config(config: dict, schema_path: str | Path) -> dict:
     """Fill in defaults and check types and ranges; raise one sentence naming the first bad key."""
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    _coerce_scalars(config, schema)
     errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]
@@ -44,6 +45,39 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
         raise UserError(f"config key '{key}': {err.message}.")
     _check_ranges(config)
     return config
+
+
+_SCALARS = {"integer": int, "number": (int, float), "boolean": bool}
+
+
+def _coerce_scalars(config: dict, schema: dict) -> None:
+    """Turn command-line text into the type the schema asks for.
+
+    ``--config 'train={seed: 2}'`` reaches the workflow as the string ``'2'``; read such strings as
+    YAML scalars when the schema wants a number or a boolean, so the command line works like a file.
+    """
+    for key, sub in schema.get("properties", {}).items():
+        if key not in config:
+            continue
+        value = config[key]
+        if isinstance(value, dict) and sub.get("type") == "object":
+            _coerce_scalars(value, sub)
+        elif isinstance(value, str):
+            types = sub.get("type")
+            types = [types] if isinstance(types, str) else list(types or [])
+            if "string" in types:
+                continue
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                continue
+            for name in types:
+                wanted = _SCALARS.get(name)
+                if wanted and isinstance(parsed, wanted) and (name == "boolean") == isinstance(parsed, bool):
+                    config[key] = parsed
+                    break
+            if parsed is None and "null" in types:
+                config[key] = None
 
 
 def _check_ranges(config: dict) -> None:
