@@ -1,0 +1,145 @@
+"""The seed backend of train_grpo: the agent trained by verl GRPO through Agent Lightning 0.3.0.
+
+Three lines do the work, as in Agent Lightning's own examples::
+
+    algorithm = agl.VERL(build_verl_config(train, ...))
+    trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, tracer=agl.OtelTracer(),
+                          adapter=agl.LlmProxyTraceToTriplet())
+    trainer.fit(agent, train_rows, val_dataset=val_rows)
+
+The rest is what makes a run safe to start and to resume: a preflight (versions, GPUs, the judge's
+key), the environment verl and LiteLLM read, one metrics file per attempt (verl's file logger
+truncates its file at start) and their conversion to results/train/metrics.jsonl.
+
+Only calls that pass through Agent Lightning's LLM proxy become training samples
+(``LlmProxyTraceToTriplet``): the policy's create and rewrite calls, never the judge's own calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from ..files import write_json, write_jsonl
+from ..preflight import check_training, require
+from .verl_config import build_verl_config, check_verl_config
+from .verl_metrics import convert_logs
+
+log = logging.getLogger(__name__)
+
+
+def training_env(metrics_log: str | Path) -> dict[str, str]:
+    """Environment variables of the training process (Ray actors and runners inherit them)."""
+    return {
+        # litellm (Agent Lightning's LLM proxy) otherwise downloads a price list at import time.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        # Newer litellm refuses to start a proxy without a master key; this one listens on localhost.
+        "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true",
+        # verl's file logger: one JSON line per step, read back by convert_logs.
+        "VERL_FILE_LOGGER_PATH": str(Path(metrics_log).resolve()),
+        "HYDRA_FULL_ERROR": "1",
+        "VLLM_USE_V1": "1",
+    }
+
+
+def attempt_log(log_dir: str | Path) -> Path:
+    """A fresh metrics file for this attempt: ``attempt_001.jsonl``, ``attempt_002.jsonl``, …"""
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    n = 1 + max((int(p.stem.split("_")[1]) for p in log_dir.glob("attempt_*.jsonl")), default=0)
+    return log_dir / f"attempt_{n:03d}.jsonl"
+
+
+def saved_steps(checkpoint_dir: str | Path) -> list[int]:
+    """Steps with a complete verl checkpoint (the merger needs ``fsdp_config.json``, written last by rank 0)."""
+    root = Path(checkpoint_dir)
+    steps = []
+    for d in root.glob("global_step_*"):
+        if d.name.split("_")[-1].isdigit() and (d / "actor" / "fsdp_config.json").is_file():
+            steps.append(int(d.name.split("_")[-1]))
+    return sorted(steps)
+
+
+def summarize(rows: list[dict], checkpoint_dir: str | Path, total_steps: int) -> dict:
+    """results/train/summary.json, as the local backend writes it; best = best validation among saved steps."""
+    saved = saved_steps(checkpoint_dir)
+    val = {r["step"]: r["val_reward"] for r in rows if "val_reward" in r}
+    train = [r["train_reward"] for r in rows if "train_reward" in r]
+    candidates = {s: v for s, v in val.items() if s in saved}
+    best = max(candidates, key=lambda s: (candidates[s], -s)) if candidates else None
+    k = min(10, len(train) // 2) or 1
+    seconds = [r["seconds"] for r in rows if r["step"] > 0 and "seconds" in r]
+    return {
+        "backend": "verl",
+        "total_steps": total_steps,
+        "saved_steps": saved,
+        "best_step": best,
+        "best_val_reward": candidates.get(best),
+        "val_reward_step_0": val.get(0),
+        "train_reward_first": sum(train[:k]) / len(train[:k]) if train else None,
+        "train_reward_last": sum(train[-k:]) / len(train[-k:]) if train else None,
+        "mean_seconds_per_step": sum(seconds) / len(seconds) if seconds else None,
+        "checkpoints": str(Path(checkpoint_dir).resolve()),
+    }
+
+
+def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *, model_path: str | Path,
+             out_dir: str | Path, judge: dict | None = None, key_env: dict | None = None,
+             n_runners: int | None = None) -> tuple[list[dict], dict]:
+    """Train ``agent`` (an ``@agl.rollout`` agent) with verl GRPO from the policy in ``model_path``.
+
+    Checkpoints go to ``out_dir/checkpoints/global_step_N/actor`` (a rerun resumes from the newest),
+    verl's raw logs to ``out_dir/verl_logs/attempt_K.jsonl``. Returns our metrics rows (the lines of
+    results/train/metrics.jsonl) and the run summary (results/train/summary.json).
+    """
+    require(check_training(train, judge, key_env=key_env))
+    out_dir = Path(out_dir).resolve()
+    checkpoints = out_dir / "checkpoints"
+    log_dir = out_dir / "verl_logs"
+    attempt = attempt_log(log_dir)
+    os.environ.update(training_env(attempt))  # before anything imports litellm
+    overrides = build_verl_config(train, len(train_rows), Path(model_path).resolve(), checkpoints)
+    check_verl_config(overrides)  # a typo or impossible batch stops here, before Ray and vLLM start
+
+    agl = _agentlightning()  # after the environment above: litellm reads it at import
+
+    n_runners = n_runners or min(32, train["train_batch_size"] * train["rollout"]["n"])
+    log.info("verl GRPO: %d train / %d val rows, %d steps, %d runners; this attempt logs to %s",
+             len(train_rows), len(val_rows), train["total_steps"], n_runners, attempt)
+    trainer = agl.Trainer(
+        algorithm=agl.VERL(overrides),
+        n_runners=n_runners,
+        # Only calls through the LLM proxy (the policy's) become samples, never the judge's.
+        tracer=agl.OtelTracer(),
+        adapter=agl.LlmProxyTraceToTriplet(),
+    )
+    trainer.fit(agent, train_rows, val_dataset=val_rows)
+
+    rows = convert_logs(sorted(log_dir.glob("attempt_*.jsonl")))
+    return rows, summarize(rows, checkpoints, train["total_steps"])
+
+
+def _agentlightning():
+    import agentlightning
+
+    return agentlightning
+
+
+def train_stage(train: dict, judge_settings: dict, llm_settings: dict, prompts, train_rows: list[dict],
+                val_rows: list[dict], model_path: str, metrics_path: str, summary_path: str, n_runners: int | None = None) -> dict:
+    """What scripts/train_grpo.py calls for ``train.backend: verl``: build the agent, train, write outputs."""
+    key_env = (llm_settings or {}).get("key_env")
+    # GPUs, versions and the judge's key first: importing Agent Lightning alone takes seconds.
+    require(check_training(train, judge_settings, key_env=key_env))
+    from ..agent_lightning import make_agent
+    from ..judging import make_judge
+
+    judge = make_judge(judge_settings, llm_settings)
+    agent = make_agent(prompts, judge, max_tokens=train["rollout"]["max_tokens"], val_temperature=train["val_temperature"])
+    rows, summary = run_verl(train, agent, train_rows, val_rows, model_path=model_path,
+                             out_dir=Path(metrics_path).parent, judge=judge_settings,
+                             key_env=key_env, n_runners=n_runners)
+    write_jsonl(metrics_path, rows)
+    write_json(summary_path, summary)
+    return summary

@@ -1,0 +1,103 @@
+"""The vLLM backend of generate, around vLLM itself (not installable on the CPU machine): engine and
+sampling arguments, prompts rendered with the chat template as token ids, output parsing through the
+agent's create -> rewrite code, and one clear sentence when vLLM or a GPU is missing."""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from audiobook_rl import generation_vllm
+from audiobook_rl.agent import AgentPrompts, Task, run_episodes
+from audiobook_rl.errors import UserError
+from audiobook_rl.generation_vllm import VLLMChat, engine_args, make_client, sampling_args
+from audiobook_rl.policy.tokenizer import prompt_ids, train_tokenizer
+from verl_helpers import REPO
+
+
+class FakeSamplingParams:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+class FakeLLM:
+    """Answers like ``vllm.LLM.generate``: one RequestOutput per prompt, in order."""
+
+    def __init__(self, tokenizer, answers, **engine):
+        self.tokenizer, self.answers, self.engine, self.calls = tokenizer, list(answers), engine, []
+
+    def generate(self, prompts, params, use_tqdm=True):
+        self.calls.append((prompts, params))
+        outs = []
+        for p in prompts:
+            text = self.answers.pop(0)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+            outs.append(SimpleNamespace(prompt_token_ids=p["prompt_token_ids"],
+                                        outputs=[SimpleNamespace(text=text, token_ids=tuple(ids), finish_reason="stop")]))
+        return outs
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    # Byte-level BPE with a ChatML template (the embedded policy's): any text round-trips.
+    return train_tokenizer([(REPO / "config/prompts/rewrite.md").read_text(encoding="utf-8"), "draft final"], 400)
+
+
+def test_engine_and_sampling_arguments():
+    args = engine_args("/m/step_1400", {"seed": 3})
+    assert args["model"] == args["tokenizer"] == "/m/step_1400"
+    assert (args["tensor_parallel_size"], args["dtype"], args["seed"]) == (1, "bfloat16", 3)
+    greedy = sampling_args(0.0, 1024, seed=3)
+    assert greedy["temperature"] == 0.0 and "seed" not in greedy and greedy["max_tokens"] == 1024
+    assert sampling_args(0.7, 16, seed=3)["seed"] == 3
+
+
+def test_both_roles_run_through_vllm_with_chat_template_prompts(tokenizer):
+    prompts = AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
+    task = Task("s1", "林青道：“走吧。”", [], {})
+    llm = FakeLLM(tokenizer, ["draft A", "draft B", "final A", "final B"])  # create batch, then rewrite batch
+    chat = VLLMChat(llm, tokenizer, FakeSamplingParams, seed=0)
+    episodes = run_episodes([task, task], chat, prompts, temperature=0.0, max_tokens=64)
+    # one batched generate call per role, greedy
+    assert len(llm.calls) == 2 and all(c[1].kwargs["temperature"] == 0.0 for c in llm.calls)
+    create_prompts = [p["prompt_token_ids"] for p in llm.calls[0][0]]
+    assert create_prompts[0] == prompt_ids(tokenizer, prompts.create_messages(task.text))
+    # the draft reaches the rewrite prompt
+    rewrite_text = tokenizer.decode(llm.calls[1][0][0]["prompt_token_ids"], skip_special_tokens=False)
+    assert "draft A" in rewrite_text and rewrite_text.endswith("<|im_start|>assistant\n")
+    assert [(e.draft, e.final) for e in episodes] == [("draft A", "final A"), ("draft B", "final B")]
+    reply = episodes[0].calls[1].reply
+    assert reply.response_ids[-1] == tokenizer.eos_token_id and reply.prompt_ids == llm.calls[1][0][0]["prompt_token_ids"]
+    record = episodes[0].output_record(1400)
+    assert record["final"] == "final A" and record["final_notes"]["status"] == "invalid"
+
+
+def test_missing_vllm_is_one_sentence(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(UserError) as err:
+        make_client("/m", {"seed": 0}, "cuda")
+    msg = str(err.value)
+    assert "'generate.backend' is 'vllm' but vllm is not installed" in msg and "generate.backend: hf" in msg
+    assert msg.count(".") >= 1 and "\n" not in msg
+
+
+def test_vllm_needs_a_gpu():
+    with pytest.raises(UserError, match="resources.generate.gpu"):
+        make_client("/m", {"seed": 0}, "cpu")
+
+
+def test_make_client_builds_the_engine(monkeypatch, tmp_path, tokenizer):
+    tokenizer.save_pretrained(tmp_path)
+    built = {}
+
+    def llm(**engine):
+        built.update(engine)
+        return FakeLLM(tokenizer, ["x"])
+
+    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(LLM=llm, SamplingParams=FakeSamplingParams))
+    monkeypatch.setattr(generation_vllm, "check_vllm", lambda: [])
+    client = make_client(str(tmp_path), {"seed": 5}, "cuda")
+    assert built["model"] == str(tmp_path) and built["seed"] == 5
+    assert client.chat([{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=4).text == "x"
