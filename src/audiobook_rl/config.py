@@ -62,6 +62,10 @@ def _coerce_scalars(config: dict, schema: dict) -> None:
         value = config[key]
         if isinstance(value, dict) and sub.get("type") == "object":
             _coerce_scalars(value, sub)
+        elif isinstance(value, list) and isinstance(sub.get("items"), dict):
+            holder = {str(i): v for i, v in enumerate(value)}
+            _coerce_scalars(holder, {"properties": {k: sub["items"] for k in holder}})
+            config[key] = [holder[str(i)] for i in range(len(value))]
         elif isinstance(value, str):
             types = sub.get("type")
             types = [types] if isinstance(types, str) else list(types or [])
