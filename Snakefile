@@ -20,6 +20,7 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/judge.smk"
 include: "rules/report.smk"
+include: "rules/sweep.smk"
 
 
 rule all:

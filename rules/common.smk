@@ -1,9 +1,12 @@
+import glob
 import os
 import sys
 
 from audiobook_rl.config import validate_config
 from audiobook_rl.deps import imported_files
 from audiobook_rl.errors import UserError
+from audiobook_rl.preflight import check_keys
+from audiobook_rl.training.verl_config import check_eval_steps
 
 try:
     validate_config(
@@ -13,8 +16,25 @@ except UserError as err:
     # One sentence, no traceback: the user fixes a key, not our code.
     sys.exit(f"Error: {err}")
 
-RESULTS = "results"
-LOGS = "logs"
+# `run_name` namespaces one experiment's outputs (results/runs/<name>/..., logs/runs/<name>/...) so
+# several runs share one checkout; the LLM reply cache (llm.cache_dir) stays shared between them.
+RUNS = "results/runs"
+RUN_NAME = str(config.get("run_name") or "")  # `--config run_name=1` arrives as an int
+RESULTS = f"{RUNS}/{RUN_NAME}" if RUN_NAME else "results"
+LOGS = f"logs/runs/{RUN_NAME}" if RUN_NAME else "logs"
+
+
+def run_names():
+    """The runs the index compares: those with a report, plus this invocation's run (if named)."""
+    done = glob_wildcards(f"{RUNS}/{{run,[^/]+}}/report.html").run
+    return sorted(set(done) | ({RUN_NAME} if RUN_NAME else set()))
+
+
+def run_scores(run):
+    """The judge scores of one run: this invocation's from its config, another's as found on disk."""
+    if run == RUN_NAME:
+        return [f"{RESULTS}/eval/step_{step}/scores.jsonl" for step in eval_steps()]
+    return sorted(glob.glob(f"{RUNS}/{run}/eval/step_*/scores.jsonl"))
 
 
 def repo_file(path):
@@ -26,6 +46,25 @@ def repo_file(path):
 
 if not os.path.exists(repo_file(config["corpus"])):
     sys.exit(f"Error: config key 'corpus': {config['corpus']}: no such file.")
+
+# Cheap checks before any job starts (and before any request is paid for): API keys of the
+# configured backends, and evaluated steps that training actually saves.
+_problems = check_keys(config)
+_prompts = {"agent.create_prompt": config["agent"]["create_prompt"]}
+_prompts["agent.rewrite_prompt"] = config["agent"]["rewrite_prompt"]
+if config["label"]["backend"] != "rules":
+    _prompts["label.prompt"] = config["label"]["prompt"]
+if config["judge"]["backend"] != "rubric":
+    _prompts["judge.prompt"] = config["judge"]["prompt"]
+for _key, _path in _prompts.items():
+    if not os.path.isfile(repo_file(_path)):
+        _problems.append(f"config key '{_key}': prompt file {_path} not found.")
+try:
+    check_eval_steps(config["train"], config["eval"]["steps"])
+except UserError as err:
+    _problems.append(str(err))
+if _problems:
+    sys.exit("Error: " + "\nError: ".join(_problems))
 
 
 def code(script):
@@ -39,4 +78,5 @@ def eval_steps():
 
 
 def final_outputs():
-    return [f"{RESULTS}/data/train.parquet", f"{RESULTS}/data/val.parquet"]
+    """What `snakemake` builds by default: the report, and through it the whole DAG."""
+    return [f"{RESULTS}/report.html"]

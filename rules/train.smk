@@ -1,1 +1,30 @@
-# Rules of this stage are added here.
+rule train_grpo:
+    input:
+        train=f"{RESULTS}/data/train.parquet",
+        val=f"{RESULTS}/data/val.parquet",
+        policy=f"{RESULTS}/models/step_0",
+        create_prompt=repo_file(config["agent"]["create_prompt"]),
+        rewrite_prompt=repo_file(config["agent"]["rewrite_prompt"]),
+        code=code("train_grpo.py"),
+    output:
+        # Sentinels only: the checkpoints (results/train/checkpoints/) must survive a failed
+        # job, which Snakemake would delete if they were declared, so that a rerun resumes.
+        metrics=f"{RESULTS}/train/metrics.jsonl",
+        summary=f"{RESULTS}/train/summary.json",
+    log:
+        f"{LOGS}/train_grpo.log",
+    conda:
+        "../envs/pipeline.yaml"
+    threads: config["resources"]["train_grpo"]["threads"]
+    resources:
+        gpu=config["resources"]["train_grpo"]["gpu"],
+        mem_mb=config["resources"]["train_grpo"]["mem_mb"],
+        runtime=config["resources"]["train_grpo"]["runtime"],
+    params:
+        train=config["train"],
+        # the reward is the judge's score: changing the judge retrains
+        judge=config["judge"],
+        # a function of `resources`: not recorded, so editing the llm section reruns nothing
+        llm=lambda wildcards, resources: config["llm"],
+    script:
+        "../scripts/train_grpo.py"

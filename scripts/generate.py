@@ -1,0 +1,35 @@
+"""generate: results/models/step_N + val parquet -> results/eval/step_N/outputs.jsonl (draft and final per slice)."""
+
+import logging
+
+import pandas as pd
+import torch
+
+from audiobook_rl.agent import AgentPrompts
+from audiobook_rl.errors import UserError
+from audiobook_rl.files import write_jsonl
+from audiobook_rl.generation import generate_outputs
+from audiobook_rl.stage import run
+
+log = logging.getLogger("audiobook_rl.generate")
+
+
+def main(smk):
+    torch.set_num_threads(smk.threads)
+    device = "cpu"
+    if smk.resources.gpu > 0:
+        if not torch.cuda.is_available():
+            raise UserError("config key 'resources.generate.gpu' asks for a GPU but torch sees none; set it to 0 for the CPU.")
+        device = "cuda"
+    step = smk.wildcards.step
+    rows = pd.read_parquet(smk.input.val).to_dict("records")
+    prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
+    records = generate_outputs(
+        smk.input.model, rows, prompts, smk.params.generate, int(step) if step.isdigit() else step, device
+    )
+    write_jsonl(smk.output[0], records)
+    ok = sum(r["final_notes"]["status"] != "invalid" for r in records)
+    log.info("wrote %d outputs (%d final scripts readable) to %s", len(records), ok, smk.output[0])
+
+
+run(main, snakemake)  # noqa: F821

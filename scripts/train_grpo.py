@@ -1,0 +1,54 @@
+"""train_grpo: train/val parquet + base policy -> GRPO checkpoints, results/train/{metrics.jsonl,summary.json}.
+
+Checkpoints go to results/train/checkpoints/step_N/ (not a declared output: Snakemake deletes the
+outputs of a failed job, and a rerun resumes from them).
+"""
+
+import logging
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from audiobook_rl.agent import AgentPrompts
+from audiobook_rl.errors import UserError
+from audiobook_rl.files import write_json
+from audiobook_rl.judging import make_judge
+from audiobook_rl.stage import run
+from audiobook_rl.training import check_backend
+from audiobook_rl.training.checkpoints import fingerprint
+from audiobook_rl.training.local_grpo import train_local
+
+log = logging.getLogger("audiobook_rl.train_grpo")
+
+
+def device_for(gpus: int) -> str:
+    """CUDA when the rule was given a GPU, else the CPU."""
+    if gpus <= 0:
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise UserError("config key 'resources.train_grpo.gpu' asks for a GPU but torch sees none; set it to 0 for the CPU.")
+    return "cuda"
+
+
+def main(smk):
+    settings = smk.params.train
+    if check_backend(settings) != "local":
+        raise UserError(f"config key 'train.backend': {settings['backend']!r} is not available in this stage script.")
+    torch.set_num_threads(smk.threads)
+    root = Path(smk.output.metrics).parent / "checkpoints"
+    train_rows = pd.read_parquet(smk.input.train).to_dict("records")
+    val_rows = pd.read_parquet(smk.input.val).to_dict("records")
+    prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
+    judge = make_judge(smk.params.judge, smk.params.llm)
+    fp = fingerprint(settings, smk.params.judge, [str(f) for f in smk.input])
+    summary = train_local(
+        train_rows, val_rows, prompts, settings, judge, smk.input.policy, str(root), fp, device_for(smk.resources.gpu)
+    )
+    shutil.copyfile(root / "metrics.jsonl", smk.output.metrics)
+    write_json(smk.output.summary, summary)
+    log.info("best validation reward %.3f at step %s", summary["best_val_reward"], summary["best_step"])
+
+
+run(main, snakemake)  # noqa: F821

@@ -1,0 +1,105 @@
+"""Supervised warm start of the embedded policy on rule-labelled excerpts.
+
+A random model never writes JSON, so GRPO would see only zero rewards. A short supervised pass on
+excerpts labelled by the rule labeler teaches the format (and some copying) so that the base
+policy emits scripts some of the time. The excerpts are cut from the corpus with other seeds than
+the pipeline's slices, and any window that overlaps a validation slice is dropped, so validation
+measures text the policy never saw.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+
+import torch
+
+from ..corpus import slice_text
+from ..labeling.lexicon import build_lexicon
+from ..labeling.rules import RuleLabeler
+from ..script import TONES, Segment
+from ..training.logprobs import pack, token_logprobs
+from .tokenizer import prompt_ids, response_ids
+
+log = logging.getLogger(__name__)
+
+
+def warmstart_windows(corpus_text: str, exclude: list[tuple[int, int]], settings: dict) -> list[tuple[int, int, str]]:
+    """Distinct excerpt windows (start, end, text) that overlap no span of ``exclude``."""
+    windows: dict[tuple[int, int], str] = {}
+    for k in range(settings["window_draws"]):
+        for s in slice_text(
+            corpus_text, n=settings["windows_per_draw"], min_chars=settings["min_chars"],
+            max_chars=settings["max_chars"], seed=settings["seed"] * 1000 + k, source="corpus",
+        ):
+            if not any(s.start < b and a < s.end for a, b in exclude):
+                windows[(s.start, s.end)] = s.text
+    return [(a, b, t) for (a, b), t in sorted(windows.items())]
+
+
+def compact(script: list[Segment]) -> str:
+    """A script as JSON without optional spaces: the form the policy learns (about 30% fewer tokens)."""
+    return json.dumps([s.to_dict() for s in script], ensure_ascii=False, separators=(",", ":"))
+
+
+def corrupt(script: list[Segment], rng: random.Random) -> str:
+    """A plausible bad draft of ``script`` for the rewrite role to correct."""
+    segs = list(script)
+    kind = rng.randrange(5)
+    if kind == 0 and len(segs) > 1:  # a segment left out
+        del segs[rng.randrange(len(segs))]
+    elif kind == 1:  # wrong tones and intensities
+        segs = [Segment(s.speaker, s.content, rng.choice(TONES), rng.randint(1, 5), s.delay) for s in segs]
+    elif kind == 2 and len(segs) > 1:  # two segments merged into one narration
+        i = rng.randrange(len(segs) - 1)
+        a, b = segs[i], segs[i + 1]
+        segs[i : i + 2] = [Segment("旁白", a.content + b.content, a.tone, a.intensity, b.delay)]
+    elif kind == 3:  # broken JSON: cut off
+        text = compact(segs)
+        return text[: max(1, int(len(text) * rng.uniform(0.3, 0.9)))]
+    return compact(segs)
+
+
+def warmstart_examples(windows, corpus_text: str, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, response ids) pairs: create(excerpt) → reference; rewrite(excerpt, bad draft) → reference."""
+    labeler = RuleLabeler(build_lexicon(corpus_text))
+    rng = random.Random(seed)
+    examples = []
+    for _, _, text in windows:
+        script = labeler.label_text(text)
+        target = response_ids(tokenizer, compact(script))
+        examples.append((prompt_ids(tokenizer, prompts.create_messages(text)), target))
+        draft = corrupt(script, rng)
+        examples.append((prompt_ids(tokenizer, prompts.rewrite_messages(text, draft)), target))
+    return examples
+
+
+def warm_start(model, tokenizer, examples, settings: dict, device="cpu", progress=None) -> list[float]:
+    """Train on the examples (loss on the response tokens only); return the loss per step."""
+    torch.manual_seed(settings["seed"])
+    rng = random.Random(settings["seed"])
+    opt = torch.optim.AdamW(model.parameters(), lr=settings["lr"], weight_decay=0.0)
+    model.train()
+    losses = []
+    order: list[int] = []
+    started = time.monotonic()
+    for step in range(settings["steps"]):
+        if len(order) < settings["batch_size"]:
+            fresh = list(range(len(examples)))
+            rng.shuffle(fresh)
+            order += fresh
+        idx, order = order[: settings["batch_size"]], order[settings["batch_size"] :]
+        batch = pack([examples[i][0] for i in idx], [examples[i][1] for i in idx], tokenizer.pad_token_id, device)
+        logp = token_logprobs(model, batch)
+        loss = -(logp * batch["mask"]).sum() / batch["mask"].sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        if progress and ((step + 1) % max(1, settings["steps"] // 10) == 0 or step + 1 == settings["steps"]):
+            progress(step + 1, loss.item(), time.monotonic() - started)
+    model.eval()
+    return losses

@@ -1,0 +1,121 @@
+"""Checkpoints and the metrics log of a training run, laid out so that a killed run resumes.
+
+``<root>/step_N/`` holds the policy as a Hugging Face directory plus ``trainer_state.pt``
+(optimizer state, best validation so far); it is written to a temporary directory and renamed, so
+a directory named ``step_N`` is always complete. ``<root>/run.json`` holds the fingerprint of the
+inputs and settings: checkpoints of a different run are discarded instead of resumed.
+``<root>/metrics.jsonl`` is the live log; on resume it is cut back to the checkpoint's step, so a
+resumed run writes the same lines as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+
+import torch
+
+from ..files import write_json, write_jsonl
+from ..policy.model import save_policy
+
+log = logging.getLogger(__name__)
+
+STATE = "trainer_state.pt"
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+def fingerprint(settings: dict, judge_settings: dict | None, input_files: list[str]) -> str:
+    """Hash of the settings and the contents of every input file (data, base policy, code, prompts)."""
+    h = hashlib.sha256(json.dumps([settings, judge_settings], sort_keys=True, default=str).encode())
+    for path in sorted(input_files):
+        p = Path(path)
+        files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        for f in files:
+            h.update(f.name.encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()[:20]
+
+
+def saved_steps(root: str | Path) -> list[int]:
+    """Steps that have a complete checkpoint under ``root``."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    steps = []
+    for d in root.iterdir():
+        m = _STEP_DIR.match(d.name)
+        if m and (d / STATE).is_file():
+            steps.append(int(m.group(1)))
+    return sorted(steps)
+
+
+def prepare_run(root: str | Path, fp: str) -> int:
+    """Start or resume: return the step to resume from (0 = fresh). Wipes checkpoints of another run."""
+    root = Path(root)
+    run_file = root / "run.json"
+    if run_file.is_file() and json.loads(run_file.read_text()).get("fingerprint") == fp:
+        steps = saved_steps(root)
+        last = steps[-1] if steps else 0
+        metrics = root / "metrics.jsonl"
+        if metrics.is_file():  # lines of steps after the checkpoint are redone, so dropped
+            if last:
+                write_jsonl(metrics, [m for m in _read_lines(metrics) if m["step"] <= last])
+            else:
+                metrics.unlink()
+        return last
+    if root.exists() and any(root.iterdir()):
+        log.warning("%s holds checkpoints of other settings or inputs: starting over", root)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    write_json(run_file, {"fingerprint": fp})
+    return 0
+
+
+def _read_lines(path: Path) -> list[dict]:
+    """The metrics lines; a line cut off by a kill is dropped."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return out
+
+
+def append_metrics(root: str | Path, record: dict) -> None:
+    with open(Path(root) / "metrics.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_metrics(root: str | Path) -> list[dict]:
+    path = Path(root) / "metrics.jsonl"
+    return _read_lines(path) if path.is_file() else []
+
+
+def save_checkpoint(root: str | Path, step: int, model, tokenizer, optimizer, extra: dict) -> Path:
+    """Write ``root/step_N`` atomically (HF policy + optimizer state + ``extra``)."""
+    root = Path(root)
+    final = root / f"step_{step}"
+    tmp = root / f".step_{step}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_policy(model, tokenizer, tmp)
+    torch.save({"step": step, "optimizer": optimizer.state_dict(), **extra}, tmp / STATE)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return final
+
+
+def load_state(root: str | Path, step: int, device) -> dict:
+    return torch.load(Path(root) / f"step_{step}" / STATE, map_location=device, weights_only=False)
+
+
+
+def remove_checkpoint(root: str | Path, step: int) -> None:
+    shutil.rmtree(Path(root) / f"step_{step}", ignore_errors=True)

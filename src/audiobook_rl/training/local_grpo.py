@@ -1,0 +1,233 @@
+"""The local GRPO backend of train_grpo: the seed's objective on one CPU or GPU, in one loop.
+
+Per step (read top to bottom, as in CleanRL):
+
+1. sample ``train_batch_size`` tasks; run ``rollout.n`` create → rewrite episodes of each with the
+   current policy (sampling at ``rollout.temperature``); the judge scores each final script;
+2. every call of an episode becomes a training row with the episode's reward; rows are grouped by
+   task (both calls of all ``n`` episodes, as Agent Lightning's transition rows are grouped by
+   ``data_id`` in verl) and get the GRPO advantage (r − mean) / (std + 1e-6);
+3. the log-probs of the rollout policy are computed once; then, per mini-batch, one optimizer step
+   on the token-mean PPO-clip loss (clip 0.2 / 0.3, dual clip 3, no KL);
+4. every ``test_freq`` steps: greedy validation on the validation set; checkpoints every
+   ``save_freq`` steps, at the last step and at each new best validation reward.
+
+Randomness is seeded per step, so a run resumed from a checkpoint repeats the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..agent import AgentPrompts, Task, run_episodes
+from ..generation import HFChat
+from ..policy.model import load_policy
+from ..script import parse_script
+from . import checkpoints as ckpt
+from .grpo import group_advantages, ppo_clip_loss
+from .logprobs import pack, token_logprobs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Row:
+    """One training sample: a call of an episode (prompt and response token ids) and its group."""
+
+    group: str
+    prompt_ids: list[int]
+    response_ids: list[int]
+    reward: float
+    advantage: float = 0.0
+
+
+def episode_rows(episodes, groups: list[str]) -> list[Row]:
+    """Both calls of every episode as rows carrying the episode reward (a judge failure counts 0)."""
+    rows = []
+    for episode, group in zip(episodes, groups):
+        reward = episode.reward if episode.reward is not None else 0.0
+        for call in episode.calls:
+            rows.append(Row(group, call.reply.prompt_ids, call.reply.response_ids, reward))
+    advantages = group_advantages([r.reward for r in rows], [r.group for r in rows])
+    for row, a in zip(rows, advantages):
+        row.advantage = a
+    return rows
+
+
+def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Random, pad_id: int) -> dict:
+    """One pass over ``rows``: old log-probs, then one optimizer step per mini-batch. Returns means."""
+    device = model.device
+    temperature = settings["rollout"]["temperature"]
+    micro = settings["micro_batch_size"]
+    rows = [r for r in rows if r.response_ids]
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    rows = [rows[i] for i in order]
+
+    n_mini = max(1, min(settings["mini_batches"], len(rows)))
+    size = -(-len(rows) // n_mini)
+    # Mini-batches (one optimizer step each), cut into micro-batches that fit in memory.
+    minis = [[rows[m : min(m + micro, a + size, len(rows))] for m in range(a, min(a + size, len(rows)), micro)]
+             for a in range(0, len(rows), size)]
+    batches = [[pack([r.prompt_ids for r in part], [r.response_ids for r in part], pad_id, device) for part in mini]
+               for mini in minis]
+
+    # log π_old: the policy that sampled the rollouts (identical to the current one before any update).
+    with torch.no_grad():
+        old = [[token_logprobs(model, b, temperature) for b in mini] for mini in batches]
+
+    stats = {"loss": [], "clip_frac": [], "dual_clip_frac": [], "ratio_mean": [], "grad_norm": []}
+    model.train()
+    for mini, mini_batches, mini_old in zip(minis, batches, old):
+        optimizer.zero_grad(set_to_none=True)
+        tokens = sum(float(b["mask"].sum()) for b in mini_batches)
+        total, parts = 0.0, {"clip_frac": 0.0, "dual_clip_frac": 0.0, "ratio_mean": 0.0}
+        for part, batch, old_logp in zip(mini, mini_batches, mini_old):
+            logp = token_logprobs(model, batch, temperature)
+            adv = torch.tensor([r.advantage for r in part], dtype=torch.float32, device=device)
+            loss, part_stats = ppo_clip_loss(
+                logp, old_logp, adv, batch["mask"],
+                clip_low=settings["clip_ratio_low"], clip_high=settings["clip_ratio_high"], clip_c=settings["clip_ratio_c"],
+            )
+            # Token-mean over the whole mini-batch: weight each micro-batch by its share of tokens.
+            share = float(batch["mask"].sum()) / tokens
+            (loss * share).backward()
+            total += loss.item() * share
+            for k in parts:
+                parts[k] += part_stats[k] * share
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings["grad_clip"])
+        optimizer.step()
+        stats["loss"].append(total)
+        stats["grad_norm"].append(float(grad_norm))
+        for k, v in parts.items():
+            stats[k].append(v)
+    model.eval()
+    return {k: statistics.fmean(v) if v else 0.0 for k, v in stats.items()}
+
+
+def validate(client, tasks, prompts, judge, settings) -> dict:
+    """Mean judge reward of the final scripts on the validation tasks, decoded at ``val_temperature``."""
+    episodes = run_episodes(tasks, client, prompts, judge, temperature=settings["val_temperature"],
+                            max_tokens=settings["rollout"]["max_tokens"])
+    rewards = [e.reward if e.reward is not None else 0.0 for e in episodes]
+    return {
+        "val_reward": statistics.fmean(rewards),
+        "val_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
+        "val_judge_failures": sum(e.reward is None for e in episodes),
+    }
+
+
+def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, judge, base_dir: str, root: str,
+                fp: str, device: str = "cpu") -> dict:
+    """Train from ``base_dir`` (or resume under ``root``); return the run summary."""
+    total = settings["total_steps"]
+    start = ckpt.prepare_run(root, fp)
+    model, tokenizer = load_policy(Path(root) / f"step_{start}" if start else base_dir, device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"], betas=(0.9, 0.999),
+                                  weight_decay=settings["weight_decay"])
+    best = {"val_reward": None, "step": None}
+    if start:
+        state = ckpt.load_state(root, start, device)
+        optimizer.load_state_dict(state["optimizer"])
+        best = state["best"]
+        log.info("resuming from %s/step_%d (best validation so far: %s)", root, start, best)
+    client = HFChat(model, tokenizer, batch_size=settings["generate_batch_size"])
+    train_tasks = [Task.from_row(r) for r in train_rows]
+    val_tasks = [Task.from_row(r) for r in val_rows]
+    rollout = settings["rollout"]
+    batch = min(settings["train_batch_size"], len(train_tasks))
+
+    if start == 0:  # the baseline: validation before any update
+        t0 = time.monotonic()
+        val = validate(client, val_tasks, prompts, judge, settings)
+        best = {"val_reward": val["val_reward"], "step": 0}
+        ckpt.append_metrics(root, {"step": 0, **val, "seconds": time.monotonic() - t0})
+        log.info("step 0/%d: val reward %.3f (json valid %.2f)", total, val["val_reward"], val["val_json_valid"])
+
+    for step in range(start + 1, total + 1):
+        t0 = time.monotonic()
+        seed = settings["seed"] * 100_003 + step
+        torch.manual_seed(seed)  # sampling in generate uses the global generator
+        rng = random.Random(seed)
+
+        # 1. rollouts: n episodes of each sampled task
+        tasks = rng.sample(train_tasks, batch)
+        group = [t for t in tasks for _ in range(rollout["n"])]
+        tokens_before = client.generated_tokens
+        episodes = run_episodes(group, client, prompts, judge, temperature=rollout["temperature"],
+                                max_tokens=rollout["max_tokens"])
+        rollout_seconds = time.monotonic() - t0
+
+        # 2. both calls of each episode, with the episode reward, grouped by task → advantages
+        rows = episode_rows(episodes, [t.id for t in group])
+
+        # 3. PPO-clip update
+        stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id)
+
+        rewards = [e.reward if e.reward is not None else 0.0 for e in episodes]
+        record = {
+            "step": step,
+            "train_reward": statistics.fmean(rewards),
+            "train_reward_std": statistics.pstdev(rewards),
+            "train_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
+            "draft_json_valid": statistics.fmean(parse_script(e.draft).ok for e in episodes),
+            "loss": stats["loss"],
+            "clip_frac": stats["clip_frac"],
+            "dual_clip_frac": stats["dual_clip_frac"],
+            "ratio_mean": stats["ratio_mean"],
+            "grad_norm": stats["grad_norm"],
+            "response_length": statistics.fmean(len(r.response_ids) for r in rows),
+            "judge_failures": sum(e.reward is None for e in episodes),
+            "generated_tokens": client.generated_tokens - tokens_before,
+            "rollout_seconds": rollout_seconds,
+        }
+
+        # 4. validation and checkpoints
+        saved = step % settings["save_freq"] == 0 or step == total
+        if step % settings["test_freq"] == 0 or step == total:
+            record.update(validate(client, val_tasks, prompts, judge, settings))
+            if best["val_reward"] is None or record["val_reward"] > best["val_reward"]:
+                previous = best["step"]
+                best = {"val_reward": record["val_reward"], "step": step}
+                saved = True
+                # A checkpoint kept only for being the best is dropped once beaten.
+                if previous and previous % settings["save_freq"] and previous in ckpt.saved_steps(root):
+                    ckpt.remove_checkpoint(root, previous)
+        if saved:
+            ckpt.save_checkpoint(root, step, model, tokenizer, optimizer, {"best": best})
+        record["seconds"] = time.monotonic() - t0
+        ckpt.append_metrics(root, record)
+        log.info(
+            "step %d/%d: reward %.3f  loss %+.4f  clip %.3f  len %.0f  %.1f s%s%s",
+            step, total, record["train_reward"], record["loss"], record["clip_frac"], record["response_length"],
+            record["seconds"], f"  val {record['val_reward']:.3f}" if "val_reward" in record else "",
+            "  [saved]" if saved else "",
+        )
+    return summarize(root, best, total, settings)
+
+
+def summarize(root: str, best: dict, total: int, settings: dict) -> dict:
+    """What results/train/summary.json records: saved steps, the best validation step, rewards."""
+    metrics = ckpt.read_metrics(root)
+    train = [m["train_reward"] for m in metrics if "train_reward" in m]
+    val = {m["step"]: m["val_reward"] for m in metrics if "val_reward" in m}
+    k = min(10, len(train) // 2) or 1
+    return {
+        "backend": "local",
+        "total_steps": total,
+        "saved_steps": ckpt.saved_steps(root),
+        "best_step": best["step"],
+        "best_val_reward": best["val_reward"],
+        "val_reward_step_0": val.get(0),
+        "train_reward_first": statistics.fmean(train[:k]) if train else None,
+        "train_reward_last": statistics.fmean(train[-k:]) if train else None,
+        "mean_seconds_per_step": statistics.fmean(m["seconds"] for m in metrics if m["step"] > 0) if train else None,
+        "checkpoints": str(root),
+    }
