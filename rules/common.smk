@@ -56,6 +56,8 @@ if config["label"]["backend"] != "rules":
     _prompts["label.prompt"] = config["label"]["prompt"]
 if config["judge"]["backend"] != "rubric":
     _prompts["judge.prompt"] = config["judge"]["prompt"]
+if config["train"]["reward"]["backend"] != "rubric":
+    _prompts["train.reward.prompt"] = config["train"]["reward"]["prompt"]
 for _key, _path in _prompts.items():
     if not os.path.isfile(repo_file(_path)):
         _problems.append(f"config key '{_key}': prompt file {_path} not found.")
@@ -70,6 +72,20 @@ if _problems:
 def code(script):
     """The package modules a stage script imports: rule inputs, so an edit reruns the stage."""
     return imported_files(os.path.join(workflow.basedir, "scripts", script))
+
+
+def reward_prompt():
+    """The training reward's prompt file, an input only when the reward is an LLM judge."""
+    reward = config["train"]["reward"]
+    return [] if reward["backend"] == "rubric" else [repo_file(reward["prompt"])]
+
+
+def train_gpus():
+    """GPUs of train_grpo: the verl backend uses every GPU of every node it is given."""
+    train = config["train"]
+    if train["backend"] == "verl":
+        return train["nnodes"] * train["gpus_per_node"]
+    return config["resources"]["train_grpo"]["gpu"]
 
 
 def eval_steps():

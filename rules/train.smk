@@ -5,6 +5,7 @@ rule train_grpo:
         policy=f"{RESULTS}/models/step_0",
         create_prompt=repo_file(config["agent"]["create_prompt"]),
         rewrite_prompt=repo_file(config["agent"]["rewrite_prompt"]),
+        reward_prompt=reward_prompt(),
         code=code("train_grpo.py"),
     output:
         # Sentinels only: the checkpoints (results/train/checkpoints/) must survive a failed
@@ -17,13 +18,11 @@ rule train_grpo:
         "../envs/pipeline.yaml"
     threads: config["resources"]["train_grpo"]["threads"]
     resources:
-        gpu=config["resources"]["train_grpo"]["gpu"],
+        gpu=train_gpus(),
         mem_mb=config["resources"]["train_grpo"]["mem_mb"],
         runtime=config["resources"]["train_grpo"]["runtime"],
     params:
         train=config["train"],
-        # the reward is the judge's score: changing the judge retrains
-        judge=config["judge"],
         # a function of `resources`: not recorded, so editing the llm section reruns nothing
         llm=lambda wildcards, resources: config["llm"],
     script:

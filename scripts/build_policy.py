@@ -8,13 +8,18 @@ import torch
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.corpus import read_text
 from audiobook_rl.files import read_jsonl
-from audiobook_rl.policy import build_policy
+from audiobook_rl.policy import build_policy, copy_pretrained
 from audiobook_rl.stage import run
 
 log = logging.getLogger("audiobook_rl.build_policy")
 
 
 def main(smk):
+    if smk.params.policy.get("pretrained"):
+        # The seed starts from a released chat model: step_0 is that model, saved as-is.
+        copy_pretrained(smk.params.policy["pretrained"], smk.output[0])
+        log.info("wrote %s from %s", smk.output[0], smk.params.policy["pretrained"])
+        return
     torch.set_num_threads(smk.threads)
     corpus_text, _ = read_text(smk.input.corpus)
     offsets = {s["id"]: (s["start"], s["end"]) for s in read_jsonl(smk.input.slices)}

@@ -34,15 +34,20 @@ def device_for(gpus: int) -> str:
 
 def main(smk):
     settings = smk.params.train
-    if check_backend(settings) != "local":
-        raise UserError(f"config key 'train.backend': {settings['backend']!r} is not available in this stage script.")
-    torch.set_num_threads(smk.threads)
-    root = Path(smk.output.metrics).parent / "checkpoints"
+    backend = check_backend(settings)
     train_rows = pd.read_parquet(smk.input.train).to_dict("records")
     val_rows = pd.read_parquet(smk.input.val).to_dict("records")
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
-    judge = make_judge(smk.params.judge, smk.params.llm)
-    fp = fingerprint(settings, smk.params.judge, [str(f) for f in smk.input])
+    if backend == "verl":
+        from audiobook_rl.training.verl_backend import train_stage
+
+        train_stage(settings, settings["reward"], smk.params.llm, prompts, train_rows, val_rows,
+                    smk.input.policy, smk.output.metrics, smk.output.summary)
+        return
+    torch.set_num_threads(smk.threads)
+    root = Path(smk.output.metrics).parent / "checkpoints"
+    judge = make_judge(settings["reward"], smk.params.llm)
+    fp = fingerprint(settings, settings["reward"], [str(f) for f in smk.input])
     summary = train_local(
         train_rows, val_rows, prompts, settings, judge, smk.input.policy, str(root), fp, device_for(smk.resources.gpu)
     )

@@ -73,7 +73,13 @@ def _hf(model_dir: str, settings: dict, device: str):
 
 
 # name -> factory(model_dir, generate settings, device) -> ChatClient
-BACKENDS: dict[str, Callable] = {"hf": _hf}
+def _vllm(model_dir: str, settings: dict, device: str):
+    from .generation_vllm import make_client
+
+    return make_client(model_dir, settings, device)
+
+
+BACKENDS: dict[str, Callable] = {"hf": _hf, "vllm": _vllm}
 
 
 def generate_outputs(model_dir: str, rows: list[dict], prompts: AgentPrompts, settings: dict, step, device: str = "cpu") -> list[dict]:

@@ -18,7 +18,13 @@ from .errors import UserError
 
 # (config section, backend) -> the provider whose key it needs; the variable holding each provider's
 # key is config key 'llm.key_env' (these are its defaults).
-PROVIDERS = {("label", "claude"): "anthropic", ("judge", "glm"): "zhipuai", ("judge", "openai"): "openai"}
+PROVIDERS = {
+    ("label", "claude"): "anthropic",
+    ("judge", "glm"): "zhipuai",
+    ("judge", "openai"): "openai",
+    ("train.reward", "glm"): "zhipuai",
+    ("train.reward", "openai"): "openai",
+}
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "zhipuai": "ZHIPUAI_API_KEY", "openai": "OPENAI_API_KEY"}
 INSTALL = "install the GPU environment (envs/gpu.yaml or pip install -r requirements/gpu.txt)"
 # OpenTelemetry >= 1.45 binds the exporter endpoint at construction, which Agent Lightning 0.3.0
@@ -50,9 +56,11 @@ def check_keys(config: dict, env: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if env is None else env
     key_env = {**KEY_ENV, **config.get("llm", {}).get("key_env", {})}
     problems = []
+    sections = {name: config.get(name, {}) for name in ("label", "judge")}
+    sections["train.reward"] = config.get("train", {}).get("reward", {})
     for (section, backend), provider in PROVIDERS.items():
         var = key_env.get(provider)
-        if var and config.get(section, {}).get("backend") == backend and not env.get(var, "").strip():
+        if var and sections.get(section, {}).get("backend") == backend and not env.get(var, "").strip():
             problems.append(
                 f"config key '{section}.backend' is '{backend}' but {var} is not set; export it "
                 f"(the key is read from the environment only) or choose another backend."

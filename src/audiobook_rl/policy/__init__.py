@@ -73,3 +73,24 @@ def build_policy(corpus_text: str, val_spans: list[tuple[int, int]], prompts, se
     }
     (Path(out_dir) / "policy_build.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def copy_pretrained(name_or_path: str, out_dir: str) -> None:
+    """Save a pretrained causal LM and its tokenizer as an ordinary HF directory (the seed's step_0)."""
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..errors import UserError
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype="auto")
+    except (OSError, ValueError) as err:
+        raise UserError(
+            f"config key 'policy.pretrained': cannot load {name_or_path!r} ({str(err).splitlines()[0]}); "
+            "give a local Hugging Face model directory or a hub id this machine can download."
+        ) from None
+    # A failed job's directory output is removed by Snakemake, so nothing half-written survives.
+    model.save_pretrained(Path(out_dir))
+    tokenizer.save_pretrained(Path(out_dir))
