@@ -1,0 +1,31 @@
+"""report: training metrics + labels + each evaluated step's outputs and scores -> results/report.html."""
+
+import logging
+
+from audiobook_rl.files import write_text
+from audiobook_rl.report import make_report
+from audiobook_rl.stage import run
+
+log = logging.getLogger("audiobook_rl.report")
+
+
+def main(smk):
+    steps = list(smk.params.steps)
+    evals = dict(zip(steps, zip(smk.input.outputs, smk.input.scores)))
+    html = make_report(
+        metrics=smk.input.metrics,
+        labels=smk.input.labels,
+        evals=evals,
+        settings=dict(smk.params.report),
+        val=smk.input.val,
+        train=dict(smk.params.train),
+        eval_cfg=dict(smk.params.eval),
+        config_hash=smk.params.config_hash,
+        template=smk.input.template,
+        policy_dir=smk.input.policy,
+    )
+    write_text(smk.output[0], html)
+    log.info("wrote %s (%d bytes, %d evaluated steps)", smk.output[0], len(html.encode("utf-8")), len(steps))
+
+
+run(main, snakemake)  # noqa: F821

@@ -1,0 +1,109 @@
+"""One row per evaluated checkpoint: the judge's scores and the output checks on the validation set.
+
+Judge failures (``overall`` null, ``error`` set) are counted and left out of every mean; they
+are never read as a score of 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..judging import DIMENSIONS
+from ..script import parse_script
+from . import stats
+from .load import RunData, StepEval, finite_number
+
+
+@dataclass
+class CheckpointRow:
+    step: int
+    n_val: int  # slices in the validation set
+    n_scored: int  # slices with a judge score
+    n_failed: int  # judge failures (error, no score)
+    n_missing: int  # validation slices with no score line at all
+    mean: float | None
+    std: float | None
+    ci: tuple[float, float] | None
+    dims: dict[str, float | None]
+    json_valid: float | None  # share of final outputs that parse as a JSON array
+    schema_valid: float | None  # share whose every segment passes the schema
+    mean_segments: float | None
+    n_outputs: int
+    overall_by_id: dict[str, float] = field(default_factory=dict)
+    change_pct: float | None = None  # vs the baseline's mean
+    diff: float | None = None  # paired mean difference vs the baseline
+    diff_ci: tuple[float, float] | None = None
+    is_best: bool = False
+    is_baseline: bool = False
+
+
+def final_notes(output: dict) -> dict:
+    """The parse notes of the final script: as stored, or recomputed from the raw text."""
+    notes = output.get("final_notes")
+    if isinstance(notes, dict) and "status" in notes:
+        return notes
+    return parse_script(output.get("final")).notes()
+
+
+def _row(step: StepEval, val_ids: list[str], settings: dict) -> CheckpointRow:
+    ids = val_ids or list(step.scores)
+    overall: dict[str, float] = {}
+    failed = missing = 0
+    dims: dict[str, list[float]] = {d: [] for d in DIMENSIONS}
+    for sid in ids:
+        score = step.scores.get(sid)
+        if score is None:
+            missing += 1
+            continue
+        value = finite_number(score.get("overall"))
+        if value is None or score.get("error"):
+            failed += 1
+            continue
+        overall[sid] = value
+        for d in DIMENSIONS:
+            v = finite_number((score.get("scores") or {}).get(d))
+            if v is not None:
+                dims[d].append(v)
+    notes = [final_notes(step.outputs[sid]) for sid in ids if sid in step.outputs]
+    parsed = [n for n in notes if n.get("status") != "invalid"]
+    values = list(overall.values())
+    return CheckpointRow(
+        step=step.step,
+        n_val=len(ids),
+        n_scored=len(values),
+        n_failed=failed,
+        n_missing=missing,
+        mean=stats.mean(values),
+        std=stats.std(values),
+        ci=stats.bootstrap_ci(values, settings["bootstrap_samples"], settings["bootstrap_seed"] + step.step, settings["confidence"]),
+        dims={d: stats.mean(v) for d, v in dims.items()},
+        json_valid=len(parsed) / len(notes) if notes else None,
+        schema_valid=sum(1 for n in parsed if not n.get("errors") and n.get("items", 0) > 0) / len(notes) if notes else None,
+        mean_segments=stats.mean([float(n.get("items", 0)) if n.get("status") != "invalid" else 0.0 for n in notes]),
+        n_outputs=len(notes),
+        overall_by_id=overall,
+    )
+
+
+def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
+    """Rows in step order; the first step (0 = the base policy) is the baseline, the best row is marked."""
+    rows = [_row(s, run.val_ids, settings) for s in run.steps]
+    base = rows[0]
+    base.is_baseline = True
+    for r in rows:
+        r.change_pct = stats.relative_change(r.mean, base.mean)
+        if r is not base:
+            diff, ci, _ = stats.paired_diff_ci(
+                r.overall_by_id, base.overall_by_id, settings["bootstrap_samples"], settings["bootstrap_seed"] + r.step, settings["confidence"]
+            )
+            r.diff = None if diff != diff else diff  # NaN: no slice scored at both steps
+            r.diff_ci = ci
+    scored = [r for r in rows if r.mean is not None]
+    if scored and len(rows) > 1:  # with the baseline alone there is nothing to choose
+        # Ties go to the earlier step: fewer updates for the same score.
+        max(scored, key=lambda r: (r.mean, -r.step)).is_best = True
+    return rows
+
+
+def best_row(rows: list[CheckpointRow]) -> CheckpointRow | None:
+    return next((r for r in rows if r.is_best), None)

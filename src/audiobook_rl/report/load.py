@@ -1,0 +1,143 @@
+"""Reading the files the report is built from, tolerating what a real run leaves behind.
+
+A malformed line or a missing file does not stop the report: it is skipped and named in
+``RunData.problems``, which the report shows, so the reader knows what the numbers rest on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import UserError
+
+
+@dataclass
+class StepEval:
+    """One evaluated checkpoint: its generations and the judge's scores, keyed by slice id."""
+
+    step: int
+    outputs: dict[str, dict] = field(default_factory=dict)
+    scores: dict[str, dict] = field(default_factory=dict)
+    outputs_path: str = ""
+    scores_path: str = ""
+
+
+@dataclass
+class RunData:
+    metrics: list[dict]
+    labels: dict[str, dict]
+    val_ids: list[str]
+    steps: list[StepEval]
+    problems: list[str] = field(default_factory=list)
+    val_text: dict[str, str] = field(default_factory=dict)  # source text by slice id, from the parquet
+
+
+def read_jsonl_tolerant(path: str | Path, problems: list[str]) -> list[dict]:
+    """JSON objects of a .jsonl file; unreadable lines and a missing file are noted, not fatal."""
+    path = Path(path)
+    if not path.is_file():
+        problems.append(f"{path} is missing; its part of the report is empty.")
+        return []
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                problems.append(f"{path} line {n} is not JSON; skipped.")
+                continue
+            if not isinstance(row, dict):
+                problems.append(f"{path} line {n} is not a JSON object; skipped.")
+                continue
+            rows.append(row)
+    return rows
+
+
+def finite_number(value) -> float | None:
+    """A finite float, or None (JSON null, NaN, strings and booleans are not rewards)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def read_metrics(path: str | Path, problems: list[str]) -> list[dict]:
+    """Training metrics sorted by step; lines of the same step are merged, a later value winning
+    (a backend may log a step's validation on a line of its own)."""
+    by_step: dict[int, dict] = {}
+    for row in read_jsonl_tolerant(path, problems):
+        step = row.get("step")
+        if isinstance(step, bool) or not isinstance(step, int):
+            problems.append(f"{path}: a line without an integer 'step'; skipped.")
+            continue
+        merged = by_step.setdefault(step, {"train_reward": None, "val_reward": None})
+        for key, value in row.items():
+            if key in ("train_reward", "val_reward"):
+                value = finite_number(value)
+                if value is None:
+                    continue
+            merged[key] = value
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def read_val_ids(path: str | Path | None, problems: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Slice ids of the validation parquet in its order, and their source texts; empty if no file."""
+    if not path:
+        return [], {}
+    try:
+        infos = list(pd.read_parquet(path, columns=["extra_info"])["extra_info"])
+        ids = [str(info["slice_id"]) for info in infos]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        problems.append(f"{path} could not be read ({type(err).__name__}); the slice order comes from the scores.")
+        return [], {}
+    return ids, {sid: str(info.get("text") or "") for sid, info in zip(ids, infos)}
+
+
+def _keyed(rows: list[dict], path, problems: list[str]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for row in rows:
+        key = row.get("id")
+        if key is None:
+            problems.append(f"{path}: a line without 'id'; skipped.")
+            continue
+        out[str(key)] = row
+    return out
+
+
+def load_run(
+    metrics: str | Path,
+    labels: str | Path,
+    evals: dict[int, tuple[str | Path, str | Path]],
+    val: str | Path | None = None,
+) -> RunData:
+    """Read everything: ``evals`` maps each evaluated step to its (outputs, scores) paths."""
+    if not evals:
+        raise UserError("report: no evaluated steps were given; config key 'eval.steps' and step 0 name them.")
+    problems: list[str] = []
+    steps = []
+    for step in sorted(evals):
+        out_path, score_path = evals[step]
+        steps.append(
+            StepEval(
+                step=step,
+                outputs=_keyed(read_jsonl_tolerant(out_path, problems), out_path, problems),
+                scores=_keyed(read_jsonl_tolerant(score_path, problems), score_path, problems),
+                outputs_path=str(out_path),
+                scores_path=str(score_path),
+            )
+        )
+    label_rows = _keyed(read_jsonl_tolerant(labels, problems), labels, problems)
+    val_ids, val_text = read_val_ids(val, problems)
+    if not val_ids:
+        # Without the parquet, the validation set is what was scored, in first-seen order.
+        seen: dict[str, None] = {}
+        for s in steps:
+            seen.update(dict.fromkeys(list(s.outputs) + list(s.scores)))
+        val_ids = list(seen)
+    return RunData(read_metrics(metrics, problems), label_rows, val_ids, steps, problems, val_text)

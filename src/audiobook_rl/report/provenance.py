@@ -1,0 +1,163 @@
+"""Where the report's numbers come from: backends and models of each stage, settings, code and files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import __version__
+
+if TYPE_CHECKING:
+    from .load import RunData
+
+# Top-level config keys that never change results; everything else is part of the config hash.
+# ``report`` only changes how results are shown, ``llm`` holds request knobs (concurrency, retries,
+# timeouts, cache), ``run_name`` only where results are written.
+NOT_HASHED = ("report", "llm", "run_name", "resources", "runtime", "logging")
+
+# Keys whose values must never be shown even if a config carries them by mistake.
+_SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def config_digest(config: dict) -> str:
+    """SHA-256 (first 16 hex digits) of the result-defining config, canonical JSON, sorted keys."""
+    part = {k: v for k, v in config.items() if k not in NOT_HASHED}
+    text = json.dumps(part, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def code_version(repo: str | Path | None = None) -> str:
+    """Package version plus the git commit (with '+dirty' for uncommitted tracked changes), when
+    the code sits in a git checkout; just the version otherwise, never an error."""
+    repo = Path(repo) if repo else Path(__file__).resolve().parents[3]
+    version = f"audiobook-rl {__version__}"
+    try:
+        commit = _git(repo, "rev-parse", "--short=12", "HEAD")
+        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return version
+    if not commit:
+        return version
+    return f"{version}, git {commit}{'+dirty' if dirty else ''}"
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=True)
+    return done.stdout.strip()
+
+
+def flat_settings(section: dict, prefix: str = "") -> list[tuple[str, str]]:
+    """``a.b.c = value`` pairs of a config section, secrets masked, in key order."""
+    out = []
+    for key in sorted(section):
+        value, name = section[key], f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.extend(flat_settings(value, name + "."))
+        elif any(w in key.lower() for w in _SECRET_WORDS) and "file" not in key.lower():
+            out.append((name, "(hidden)"))
+        else:
+            out.append((name, json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value))
+    return out
+
+
+def backends(rows: list[dict]) -> str:
+    """'backend / model' pairs found in result rows, with how many rows each, most common first."""
+    counts = Counter((str(r.get("backend") or "?"), str(r.get("model") or "?")) for r in rows)
+    if not counts:
+        return "unknown (no rows)"
+    return "; ".join(f"{b} / {m}" + (f" ({n} rows)" if len(counts) > 1 else "") for (b, m), n in counts.most_common())
+
+
+def policy_identity(train: dict, policy_dir: str | Path | None = None) -> str:
+    """The training backend and the base policy: the model id (or architecture and size) from the
+    Hugging Face config of ``policy_dir`` (results/models/step_0), else a model key of ``train``."""
+    backend = train.get("backend") or "?"
+    model = _model_from_dir(policy_dir) if policy_dir else None
+    if model is None:
+        found = [v for k, v in flat_settings(train) if k.split(".")[-1] in ("model", "model_id", "model_path", "base_model")]
+        model = found[0] if found else "? (no model id found)"
+    return f"{backend} / {model}"
+
+
+def _model_from_dir(policy_dir: str | Path) -> str | None:
+    path = Path(policy_dir) / "config.json"
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(cfg, dict):
+        return None
+    name = cfg.get("_name_or_path") or ""
+    arch = ", ".join(cfg.get("architectures") or []) or cfg.get("model_type") or "unknown architecture"
+    size = ", ".join(
+        f"{label} {cfg[key]}" for key, label in (("hidden_size", "hidden"), ("num_hidden_layers", "layers"), ("vocab_size", "vocab")) if key in cfg
+    )
+    # A locally built model has its own directory as its name: that says nothing, the shape does.
+    if name and not Path(name).is_absolute() and not name.startswith((".", "results")):
+        return f"{name} ({arch})"
+    return f"{arch} ({size}) from {policy_dir}"
+
+
+def file_record(path: str | Path, made_by: str) -> dict:
+    """Path, size, line count and short SHA-256 of one input file, and the rule that writes it."""
+    p = Path(path)
+    if not p.is_file():
+        return {"path": str(path), "made_by": made_by, "sha256": "missing", "lines": "–", "bytes": "–"}
+    data = p.read_bytes()
+    return {
+        "path": str(path),
+        "made_by": made_by,
+        "sha256": hashlib.sha256(data).hexdigest()[:12],
+        "lines": data.count(b"\n") if p.suffix == ".jsonl" else "–",
+        "bytes": len(data),
+    }
+
+
+def stage_rows(run: "RunData", train: dict, policy_dir: str | Path | None = None) -> list[tuple[str, str]]:
+    """(stage, backend / model) for labeling, the policy and the judge of each evaluated step."""
+    out = [("labeling (reference scripts)", backends(list(run.labels.values())))]
+    out.append(("policy (training backend / base model)", policy_identity(train, policy_dir)))
+    judges = [(s.step, backends(list(s.scores.values()))) for s in run.steps]
+    if len({j for _, j in judges}) == 1:
+        out.append(("judge (all evaluated steps)", judges[0][1]))
+    else:
+        out.extend((f"judge, step {step}", j) for step, j in judges)
+    return out
+
+
+# The training settings a reader checks first (SPEC §5), under the names either backend's config
+# section may use; the first name found wins.
+KEY_SETTINGS = (
+    ("backend", ("backend",)),
+    ("policy model", ("model", "model_id", "base_model", "model_path")),
+    ("training steps", ("steps", "total_steps", "total_training_steps")),
+    ("rollouts per task (group size)", ("group_size", "rollout.n", "rollout_n", "n_rollouts")),
+    ("tasks per step", ("batch_size", "train_batch_size")),
+    ("learning rate", ("learning_rate", "lr")),
+    ("clip ratio low", ("clip_low", "clip_ratio_low")),
+    ("clip ratio high", ("clip_high", "clip_ratio_high")),
+    ("rollout temperature", ("temperature", "rollout.temperature")),
+    ("validation every (steps)", ("val_every", "test_freq")),
+    ("checkpoint every (steps)", ("save_every", "save_freq")),
+    ("seed", ("seed",)),
+)
+
+
+def key_settings(train: dict) -> list[tuple[str, str]]:
+    """(label, value) of the settings that matter, found by name in the flattened train section."""
+    flat = dict(flat_settings(train))
+    out = []
+    for label, names in KEY_SETTINGS:
+        for name in names:
+            hits = [k for k in flat if k == name] or [k for k in flat if k.endswith("." + name)]
+            if hits:
+                out.append((label, flat[hits[0]]))
+                break
+    if out:
+        kl = [f"{k} = {v}" for k, v in flat.items() if "kl" in k.lower().split(".")[-1]]
+        out.append(("KL", "; ".join(kl) if kl else "off: the GRPO objective has no KL loss and no KL in the reward"))
+    return out

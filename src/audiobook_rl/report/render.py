@@ -1,0 +1,128 @@
+"""Putting the report together: data → numbers → charts → one self-contained HTML page.
+
+The template is rendered by Jinja2 with autoescaping on, so every string from a model, the corpus
+or a file (scripts, reasons, errors, model ids, paths) is HTML-escaped. Only the SVG charts, built
+from numbers by :mod:`.plots`, and the stylesheet are inserted unescaped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from ..judging import DIMENSIONS
+from . import diagnosis, plots, provenance
+from .checkpoints import best_row, checkpoint_rows
+from .load import RunData
+from .scripts_view import script_view
+
+TEMPLATE = Path(__file__).with_name("template.html")  # the same file as audiobook_rl.report.TEMPLATE
+
+
+def _samples(run: RunData, rows, limit: int) -> list[dict]:
+    out = []
+    best = best_row(rows)
+    for sid in run.val_ids[:limit] if limit else run.val_ids:
+        label = run.labels.get(sid, {})
+        cards = []
+        for s in run.steps:
+            output = s.outputs.get(sid)
+            score = s.scores.get(sid)
+            cards.append(
+                {
+                    "step": s.step,
+                    "is_best": best is not None and best.step == s.step,
+                    "has_output": output is not None,
+                    "final": script_view(output.get("final")) if output else None,
+                    "draft": script_view(output.get("draft")) if output else None,
+                    "score": score,
+                    "overall": diagnosis.fmt(score.get("overall")) if score and isinstance(score.get("overall"), (int, float)) else None,
+                    "dims": [
+                        (d, (score.get("scores") or {}).get(d), (score.get("reasons") or {}).get(d, ""))
+                        for d in DIMENSIONS
+                    ]
+                    if score
+                    else [],
+                }
+            )
+        out.append(
+            {
+                "id": sid,
+                "text": label.get("text") or run.val_text.get(sid, ""),
+                "reference": script_view(label["script"]) if "script" in label else None,
+                "cards": cards,
+            }
+        )
+    return out
+
+
+def build_report(
+    run: RunData,
+    settings: dict,
+    inputs: dict[str, str],
+    train: dict | None = None,
+    eval_cfg: dict | None = None,
+    config_hash: str = "",
+    template: str | Path = TEMPLATE,
+    repo: str | Path | None = None,
+    policy_dir: str | Path | None = None,
+) -> str:
+    """The HTML text of the report.
+
+    ``settings`` is the ``report`` config section; ``inputs`` maps input names (metrics, labels,
+    val, outputs_N, scores_N) to the paths read, for the provenance table; ``train`` and
+    ``eval_cfg`` are the config sections shown as settings; ``policy_dir`` is the base policy's model
+    directory, whose config names the policy.
+    """
+    train, eval_cfg = train or {}, eval_cfg or {}
+    rows = checkpoint_rows(run, settings)
+    curves = diagnosis.curves(run.metrics, settings["smoothing_window"])
+    best = best_row(rows)
+    overfit = diagnosis.overfitting_note(curves, rows, settings["overfit_min_drop"])
+    made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "policy": "build_policy"}
+    files = [
+        provenance.file_record(path, made_by.get(name) or ("generate" if name.startswith("outputs") else "judge"))
+        for name, path in inputs.items()
+    ]
+    ref_segments = [len(l.get("script", [])) for sid, l in run.labels.items() if sid in set(run.val_ids)]
+    context = {
+        "title": settings["title"],
+        "headline": diagnosis.headline(rows),
+        "rows": rows,
+        "best": best,
+        "base": rows[0],
+        "dims": DIMENSIONS,
+        "short_dims": {"format": "format", "completeness": "complete", "speaker": "speaker", "emotion": "emotion", "segmentation": "segment."},
+        "fmt": diagnosis.fmt,
+        "pct": diagnosis.pct,
+        "curves": curves,
+        "curves_svg": plots.curves_svg(curves, [r.step for r in rows], settings["smoothing_window"]),
+        "checkpoints_svg": plots.checkpoints_svg(rows, settings["confidence"]),
+        "overfit": overfit,
+        "warnings": diagnosis.noise_warnings(rows, settings["min_n"], settings["confidence"]) + diagnosis.coverage_warnings(rows),
+        "problems": run.problems,
+        "n_metrics": len(run.metrics),
+        "last_step": run.metrics[-1]["step"] if run.metrics else None,
+        "settings": settings,
+        "ref_segments": sum(ref_segments) / len(ref_segments) if ref_segments else None,
+        "samples": _samples(run, rows, settings["max_samples"]),
+        "n_val": len(run.val_ids),
+        "stages": provenance.stage_rows(run, train, policy_dir),
+        "train_settings": provenance.flat_settings(train),
+        "key_settings": provenance.key_settings(train),
+        "eval_settings": provenance.flat_settings(eval_cfg),
+        "report_settings": provenance.flat_settings(settings),
+        "config_hash": config_hash or "not given",
+        "code_version": provenance.code_version(repo),
+        "files": files,
+    }
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(template).parent)),
+        autoescape=True,  # every {{ value }} is escaped unless marked safe on purpose
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env.get_template(Path(template).name).render(**context)

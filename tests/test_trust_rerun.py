@@ -1,0 +1,137 @@
+"""After a finished run, an edit reruns exactly the stages it invalidates (the README's table).
+
+One tiny run of the whole DAG (story -> report), then one dry run per row of the table. Rows that
+edit a file restore it afterwards; contents are compared by checksum, so a restored file is unchanged.
+"""
+
+from __future__ import annotations
+
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, STORY, planned_rules, snakemake
+from grpo_helpers import TINY_POLICY, TINY_TRAIN
+
+pytestmark = pytest.mark.slow
+
+BASE = {
+    "corpus": "novel.txt",
+    "agent": {"create_prompt": "create.md", "rewrite_prompt": "rewrite.md"},
+    "policy": TINY_POLICY,
+    "train": {**TINY_TRAIN, "total_steps": 2, "save_freq": 1, "test_freq": 1},
+    "eval": {"steps": [2]},
+    "generate": {"backend": "hf", "temperature": 0.0, "max_tokens": 12, "batch_size": 8, "seed": 0},
+    "report": {"bootstrap_samples": 100},
+}
+EVERYTHING = {
+    "slice_corpus", "label_slices", "split_dataset", "build_policy", "train_grpo",
+    "export_checkpoint", "generate", "judge", "report",
+}  # fmt: skip
+FROM_SPLIT = EVERYTHING - {"slice_corpus", "label_slices"}
+FROM_TRAINING = {"train_grpo", "export_checkpoint", "generate", "judge", "report"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("trust")
+    shutil.copy(STORY, workdir / "novel.txt")
+    for name in ("create.md", "rewrite.md"):
+        shutil.copy(REPO / "config" / "prompts" / name, workdir / name)
+    base = write(workdir, BASE, "base.yaml")
+    snakemake(workdir, "--cores", "2", "--configfile", str(base))
+    assert (workdir / "results/report.html").is_file()
+    return workdir
+
+
+def write(workdir: Path, config: dict, name: str = "overlay.yaml") -> Path:
+    path = workdir / name
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def merged(**changes) -> dict:
+    config = yaml.safe_load(yaml.safe_dump(BASE))
+    for section, value in changes.items():
+        if isinstance(value, dict) and isinstance(config.get(section), dict):
+            config[section].update(value)
+        else:
+            config[section] = value
+    return config
+
+
+def plan(workdir: Path, **changes) -> set[str]:
+    return planned_rules(workdir, configfile=write(workdir, merged(**changes)))
+
+
+@contextmanager
+def edited(path: Path, append: str):
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + append.encode())
+        yield
+    finally:
+        path.write_bytes(original)
+
+
+def test_a_finished_run_has_nothing_left_to_do(run):
+    assert plan(run) == set()
+
+
+@pytest.mark.parametrize(
+    "changes,expected",
+    [
+        ({"slice": {"seed": 99}}, EVERYTHING),
+        ({"split": {"seed": 8}}, FROM_SPLIT),
+        ({"train": {"lr": 0.002}}, FROM_TRAINING),
+        ({"resources": {"train_grpo": {"gpu": 0, "threads": 1, "mem_mb": 5000, "runtime": 90}}}, set()),
+        ({"llm": {"concurrency": 3, "timeout_s": 30}}, set()),
+        ({"eval": {"steps": [1, 2]}}, {"export_checkpoint", "generate", "judge", "report"}),
+        ({"judge": {"weights": {"format": 0.4, "completeness": 0.3, "speaker": 0.1, "emotion": 0.1, "segmentation": 0.1}}}, {"judge", "report"}),
+        ({"report": {"title": "another title"}}, {"report"}),
+    ],
+    ids=["slicing", "split-seed", "training", "resources", "client-knobs", "eval-steps", "judge-weights", "report"],
+)
+def test_a_config_edit_reruns_exactly_its_stages(run, changes, expected):
+    assert plan(run, **changes) == expected
+
+
+def test_a_new_evaluated_step_adds_only_its_own_jobs(run):
+    proc = snakemake(run, "-n", "--cores", "1", "--configfile", str(write(run, merged(eval={"steps": [1, 2]}))))
+    assert "step=1" in proc.stdout and "step=2" not in proc.stdout.replace("steps", "")
+
+
+def test_editing_the_corpus_reruns_everything(run):
+    with edited(run / "novel.txt", "\n　　林青道：“再会。”\n"):
+        assert plan(run) == EVERYTHING
+
+
+def test_editing_a_prompt_reruns_from_the_stage_that_reads_it(run):
+    with edited(run / "create.md", "\n不要输出解释。\n"):
+        assert plan(run) == FROM_SPLIT
+    with edited(run / "rewrite.md", "\n不要输出解释。\n"):
+        assert "split_dataset" not in plan(run)
+
+
+def test_touching_every_input_reruns_nothing(run):
+    for path in [run / "novel.txt", run / "create.md", run / "rewrite.md", *sorted((REPO / "src").rglob("*.py"))]:
+        path.touch()
+    assert plan(run) == set()
+
+
+@pytest.mark.parametrize(
+    "module,expected",
+    [
+        ("src/audiobook_rl/report/__init__.py", {"report"}),
+        ("src/audiobook_rl/judging/rubric.py", FROM_TRAINING),  # the rubric is also the training reward
+        ("src/audiobook_rl/script.py", EVERYTHING),  # the schema: every stage uses it
+    ],
+    ids=["report-module", "judge-module", "schema-module"],
+)
+def test_editing_a_package_module_reruns_its_stage_and_what_follows(run, module, expected):
+    with edited(REPO / module, "\n# an edit\n"):
+        planned = plan(run)
+    assert planned == expected
