@@ -33,6 +33,12 @@ EVERYTHING = {
 }  # fmt: skip
 FROM_SPLIT = EVERYTHING - {"slice_corpus", "label_slices"}
 FROM_TRAINING = {"train_grpo", "export_checkpoint", "generate", "judge", "report"}
+# Set during the run (and the seed dry run below): no file may ever contain them.
+DUMMY_KEYS = {
+    "ANTHROPIC_API_KEY": "sk-ant-dummy-7f3a9c1e5b",
+    "ZHIPUAI_API_KEY": "zhipu-dummy-4d8e2b6a0f",
+    "OPENAI_API_KEY": "sk-openai-dummy-9b1d3f5a7c",
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +48,7 @@ def run(tmp_path_factory):
     for name in ("create.md", "rewrite.md"):
         shutil.copy(REPO / "config" / "prompts" / name, workdir / name)
     base = write(workdir, BASE, "base.yaml")
-    snakemake(workdir, "--cores", "2", "--configfile", str(base))
+    snakemake(workdir, "--cores", "2", "--configfile", str(base), env=DUMMY_KEYS)
     assert (workdir / "results/report.html").is_file()
     return workdir
 
@@ -135,3 +141,15 @@ def test_editing_a_package_module_reruns_its_stage_and_what_follows(run, module,
     with edited(REPO / module, "\n# an edit\n"):
         planned = plan(run)
     assert planned == expected
+
+
+def test_no_key_reaches_any_file(run):
+    # The seed config needs all three providers: plan it too, with the keys set.
+    seed = REPO / "config" / "seed.yaml"
+    snakemake(run, "-n", "--cores", "8", "--resources", "gpu=2", "--configfile", str(seed), env=DUMMY_KEYS)
+    written = [p for top in ("results", "logs", ".snakemake") for p in (run / top).rglob("*") if p.is_file()]
+    assert any(p.name == "report.html" for p in written) and any(".snakemake" in p.parts for p in written)
+    for path in written:
+        data = path.read_bytes()
+        for key in DUMMY_KEYS.values():
+            assert key.encode() not in data, f"{key} found in {path}"
