@@ -49,3 +49,12 @@ def write_config(workdir: Path, **sections) -> Path:
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+# AgentOps' tracer patches the openai client for the rest of the process, which hides the spans
+# of later Agent Lightning tests that use the OpenTelemetry tracer: run its tests last.
+PROCESS_WIDE_INSTRUMENTATION = ("test_agent_lightning.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name in PROCESS_WIDE_INSTRUMENTATION)

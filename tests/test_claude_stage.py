@@ -73,7 +73,9 @@ def test_claude_stage_labels_every_slice_and_never_writes_the_key(workdir):
         label={"backend": "claude", "model": "claude-opus-test"},
         llm={"base_url": {"anthropic": "http://127.0.0.1:9"}, "concurrency": 2, "timeout_s": 9, "max_tries": 2},
     )
-    dry = snakemake(workdir, "-n", "--cores", "1", "results/labels.jsonl", "--configfile", str(knobs))
+    dry = snakemake(
+        workdir, "-n", "--cores", "1", "results/labels.jsonl", "--configfile", str(knobs), env={"ANTHROPIC_API_KEY": KEY}
+    )
     assert "Nothing to be done" in dry.stdout
 
     written = list(files_under(workdir))
