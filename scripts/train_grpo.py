@@ -42,7 +42,7 @@ def main(smk):
         from audiobook_rl.training.verl_backend import train_stage
 
         train_stage(settings, settings["reward"], smk.params.llm, prompts, train_rows, val_rows,
-                    smk.input.policy, smk.output.metrics, smk.output.summary)
+                    smk.input.policy, smk.output.metrics, smk.output.summary, n_runners=smk.params.n_runners)
         return
     torch.set_num_threads(smk.threads)
     root = Path(smk.output.metrics).parent / "checkpoints"

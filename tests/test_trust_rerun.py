@@ -91,15 +91,16 @@ def test_a_finished_run_has_nothing_left_to_do(run):
     "changes,expected",
     [
         ({"slice": {"seed": 99}}, EVERYTHING),
+        ({"label": {"max_tokens": 2048}}, EVERYTHING - {"slice_corpus"}),
         ({"split": {"seed": 8}}, FROM_SPLIT),
         ({"train": {"lr": 0.002}}, FROM_TRAINING),
-        ({"resources": {"train_grpo": {"gpu": 0, "threads": 1, "mem_mb": 5000, "runtime": 90}}}, set()),
+        ({"resources": {"train_grpo": {"gpu": 0, "threads": 1, "mem_mb": 5000, "runtime": 90, "n_runners": 8}}}, set()),
         ({"llm": {"concurrency": 3, "timeout_s": 30}}, set()),
         ({"eval": {"steps": [1, 2]}}, {"export_checkpoint", "generate", "judge", "report"}),
         ({"judge": {"weights": {"format": 0.4, "completeness": 0.3, "speaker": 0.1, "emotion": 0.1, "segmentation": 0.1}}}, {"judge", "report"}),
         ({"report": {"title": "another title"}}, {"report"}),
     ],
-    ids=["slicing", "split-seed", "training", "resources", "client-knobs", "eval-steps", "judge-weights", "report"],
+    ids=["slicing", "labeling", "split-seed", "training", "resources", "client-knobs", "eval-steps", "judge-weights", "report"],
 )
 def test_a_config_edit_reruns_exactly_its_stages(run, changes, expected):
     assert plan(run, **changes) == expected
@@ -108,6 +109,17 @@ def test_a_config_edit_reruns_exactly_its_stages(run, changes, expected):
 def test_a_new_evaluated_step_adds_only_its_own_jobs(run):
     proc = snakemake(run, "-n", "--cores", "1", "--configfile", str(write(run, merged(eval={"steps": [1, 2]}))))
     assert "step=1" in proc.stdout and "step=2" not in proc.stdout.replace("steps", "")
+
+
+def test_a_deleted_report_is_rebuilt_alone(run):
+    report = run / "results/report.html"
+    kept = report.read_bytes()
+    report.unlink()
+    try:
+        assert plan(run) == {"report"}
+    finally:
+        report.write_bytes(kept)
+        snakemake(run, "--touch", "--cores", "1", "--configfile", str(write(run, merged())))
 
 
 def test_editing_the_corpus_reruns_everything(run):

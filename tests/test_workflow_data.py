@@ -101,6 +101,7 @@ def test_missing_corpus_is_named_before_anything_runs(workdir):
         ({"slice": {"min_chars": 300}}, "'slice.min_chars' and 'slice.max_chars'"),
         ({"split": {"sed": 1}}, "unknown key(s) ['sed'] in section 'split'"),
         ({"label": {"backend": "gpt"}}, "config key 'label.backend'"),
+        ({"agent": {"rewrite_prompt": "nope.md"}}, "config key 'agent.rewrite_prompt': prompt file nope.md not found."),
         ({"slice": {"n_slices": 10}}, "'split.n_train' + 'split.n_val' (20) exceed 'slice.n_slices' (10)"),
     ],
 )
