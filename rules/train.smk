@@ -26,6 +26,8 @@ rule train_grpo:
         # a function of `resources`: not recorded, so editing the llm section reruns nothing
         llm=lambda wildcards, resources: config["llm"],
         # concurrency only, like llm: not recorded, so it reruns nothing
-        n_runners=lambda wildcards, resources: config["resources"]["train_grpo"]["n_runners"],
+        n_runners=lambda wildcards, resources: config["resources"]["train_grpo"][
+            "n_runners"
+        ],
     script:
         "../scripts/train_grpo.py"

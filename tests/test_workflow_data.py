@@ -126,5 +126,5 @@ def test_lint_and_format_are_clean():
 
     lint = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    fmt = subprocess.run(["snakefmt", "--check", "Snakefile", "rules/"], cwd=REPO, capture_output=True, text=True)
+    fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules/"], cwd=REPO, capture_output=True, text=True)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
