@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from loopback import Loopback, Reply, anthropic_message
-from loopback.scripts import slices, valid_label_reply
+from loopback.scripts import fast_client_settings, slices, valid_label_reply
 
 from audiobook_rl import llm
 from audiobook_rl.errors import UserError
@@ -19,15 +19,7 @@ LABEL = {"backend": "claude", "model": "claude-opus-test", "max_attempts": 3}
 
 
 def llm_settings(server: Loopback, tmp_path: Path, **overrides) -> dict:
-    return {
-        "base_url": {"anthropic": server.url},
-        "cache_dir": str(tmp_path / "cache"),
-        "backoff_s": 0.001,
-        "backoff_max_s": 0.01,
-        "max_tries": 3,
-        "rate_limit_per_minute": {"anthropic": 0},
-        **overrides,
-    }
+    return fast_client_settings(server.url, tmp_path / "cache", **{"max_tries": 3, **overrides})
 
 
 @pytest.fixture(autouse=True)

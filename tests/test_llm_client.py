@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from loopback import Loopback, Reply, anthropic_message
+from loopback.scripts import fast_client_settings
 
 from audiobook_rl import llm
 from audiobook_rl.errors import UserError
@@ -19,16 +20,7 @@ KEY = "sk-loopback-SECRET-0123456789"
 
 def settings(server: Loopback, tmp_path: Path, **overrides) -> dict:
     """Tiny backoffs so that retry tests take milliseconds."""
-    return {
-        "base_url": {"anthropic": server.url},
-        "cache_dir": str(tmp_path / "cache"),
-        "backoff_s": 0.001,
-        "backoff_max_s": 0.01,
-        "timeout_s": 5,
-        "max_tries": 4,
-        "rate_limit_per_minute": {"anthropic": 0},
-        **overrides,
-    }
+    return fast_client_settings(server.url, tmp_path / "cache", **{"timeout_s": 5, "max_tries": 4, **overrides})
 
 
 def request(text: str = "hello", **fields) -> llm.Request:

@@ -19,6 +19,18 @@ REFERENCE_JSON = json.dumps(REFERENCE, ensure_ascii=False)
 EXCERPT = re.compile(r"<excerpt>\n(.*)\n</excerpt>", re.S)
 
 
+def fast_client_settings(url: str, cache_dir, **overrides) -> dict:
+    """`llm` settings against a loopback Anthropic server, with tiny backoffs so retries take milliseconds."""
+    return {
+        "base_url": {"anthropic": url},
+        "cache_dir": str(cache_dir),
+        "backoff_s": 0.001,
+        "backoff_max_s": 0.01,
+        "rate_limit_per_minute": {"anthropic": 0},
+        **overrides,
+    }
+
+
 def slices(n: int) -> list[Slice]:
     """``n`` distinct small slices (distinct texts, so distinct requests)."""
     out = []
