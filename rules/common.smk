@@ -47,18 +47,32 @@ def repo_file(path):
 if not os.path.exists(repo_file(config["corpus"])):
     sys.exit(f"Error: config key 'corpus': {config['corpus']}: no such file.")
 
+
 # Cheap checks before any job starts (and before any request is paid for): API keys of the
 # configured backends, and evaluated steps that training actually saves.
+def used_prompts():
+    """The prompt files the configured backends read, by config key (rule inputs, checked at start)."""
+    prompts = {
+        "agent.create_prompt": config["agent"]["create_prompt"],
+        "agent.rewrite_prompt": config["agent"]["rewrite_prompt"],
+    }
+    if config["label"]["backend"] != "rules":
+        prompts["label.prompt"] = config["label"]["prompt"]
+    if config["judge"]["backend"] != "rubric":
+        prompts["judge.prompt"] = config["judge"]["prompt"]
+    if config["train"]["reward"]["backend"] != "rubric":
+        prompts["train.reward.prompt"] = config["train"]["reward"]["prompt"]
+    return prompts
+
+
+def prompt(key):
+    """The prompt file of config key ``key``, as a list for a rule's input (empty when its backend reads none)."""
+    path = used_prompts().get(key)
+    return [repo_file(path)] if path else []
+
+
 _problems = check_keys(config)
-_prompts = {"agent.create_prompt": config["agent"]["create_prompt"]}
-_prompts["agent.rewrite_prompt"] = config["agent"]["rewrite_prompt"]
-if config["label"]["backend"] != "rules":
-    _prompts["label.prompt"] = config["label"]["prompt"]
-if config["judge"]["backend"] != "rubric":
-    _prompts["judge.prompt"] = config["judge"]["prompt"]
-if config["train"]["reward"]["backend"] != "rubric":
-    _prompts["train.reward.prompt"] = config["train"]["reward"]["prompt"]
-for _key, _path in _prompts.items():
+for _key, _path in used_prompts().items():
     if not os.path.isfile(repo_file(_path)):
         _problems.append(f"config key '{_key}': prompt file {_path} not found.")
 try:
@@ -72,12 +86,6 @@ if _problems:
 def code(script):
     """The package modules a stage script imports: rule inputs, so an edit reruns the stage."""
     return imported_files(os.path.join(workflow.basedir, "scripts", script))
-
-
-def reward_prompt():
-    """The training reward's prompt file, an input only when the reward is an LLM judge."""
-    reward = config["train"]["reward"]
-    return [] if reward["backend"] == "rubric" else [repo_file(reward["prompt"])]
 
 
 def train_gpus():

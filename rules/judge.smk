@@ -3,11 +3,7 @@ rule judge:
         outputs=f"{RESULTS}/eval/step_{{step}}/outputs.jsonl",
         labels=f"{RESULTS}/labels.jsonl",
         # the rubric prompt matters only to the LLM judges
-        prompt=(
-            [repo_file(config["judge"]["prompt"])]
-            if config["judge"]["backend"] != "rubric"
-            else []
-        ),
+        prompt=prompt("judge.prompt"),
         code=code("judge.py"),
     output:
         f"{RESULTS}/eval/step_{{step}}/scores.jsonl",

@@ -3,11 +3,7 @@ rule label_slices:
         slices=f"{RESULTS}/slices.jsonl",
         corpus=repo_file(config["corpus"]),
         # the labeling prompt matters only to the claude backend
-        prompt=(
-            [repo_file(config["label"]["prompt"])]
-            if config["label"]["backend"] == "claude"
-            else []
-        ),
+        prompt=prompt("label.prompt"),
         code=code("label_slices.py"),
     output:
         f"{RESULTS}/labels.jsonl",

@@ -5,7 +5,7 @@ rule train_grpo:
         policy=f"{RESULTS}/models/step_0",
         create_prompt=repo_file(config["agent"]["create_prompt"]),
         rewrite_prompt=repo_file(config["agent"]["rewrite_prompt"]),
-        reward_prompt=reward_prompt(),
+        reward_prompt=prompt("train.reward.prompt"),
         code=code("train_grpo.py"),
     output:
         # Sentinels only: the checkpoints (results/train/checkpoints/) must survive a failed
