@@ -1,12 +1,14 @@
 """Killing the pipeline mid-stage loses no finished work and leaves nothing half-written as done.
 
 Training is killed (SIGTERM, SIGKILL) after it saved a checkpoint; the rerun resumes from it and
-ends with the metrics of an uninterrupted run. Labeling with a paid backend is killed mid-stage;
-the rerun sends only the requests whose replies were not cached yet.
+ends with the metrics of an uninterrupted run. Labeling and judging with a paid backend are killed
+mid-stage (SIGTERM, SIGKILL); the rerun sends only the requests whose replies were not cached yet
+and, for judging, writes the scores of an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -19,11 +21,12 @@ import pytest
 
 from conftest import REPO, snakemake, write_config
 from grpo_helpers import TINY_POLICY, TINY_TRAIN
-from loopback import Loopback, Reply, anthropic_message
-from loopback.scripts import valid_label_reply
+from loopback import Loopback, Reply, anthropic_message, chat_completion
+from loopback.scripts import judge_reply, valid_label_reply
 
 pytestmark = pytest.mark.slow
 
+SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 TRAIN = {**TINY_TRAIN, "total_steps": 6, "save_freq": 1, "test_freq": 2}
 TARGET = "results/train/metrics.jsonl"
 
@@ -66,7 +69,7 @@ def uninterrupted(tmp_path_factory) -> list[dict]:
     return metrics(workdir)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@SIGNALS
 def test_killed_training_resumes_from_its_checkpoint_and_matches(tmp_path, uninterrupted, sig):
     config = training_config(tmp_path)
     checkpoint = tmp_path / "results/train/checkpoints/step_2"
@@ -81,7 +84,8 @@ def test_killed_training_resumes_from_its_checkpoint_and_matches(tmp_path, unint
     assert metrics(tmp_path) == uninterrupted
 
 
-def test_killed_labeling_resends_only_what_was_not_cached(tmp_path):
+@SIGNALS
+def test_killed_labeling_resends_only_what_was_not_cached(tmp_path, sig):
     def reply(kind, body, n):
         return Reply(body=anthropic_message(valid_label_reply(body)), delay=0.2)
 
@@ -94,7 +98,7 @@ def test_killed_labeling_resends_only_what_was_not_cached(tmp_path):
             llm={"base_url": {"anthropic": server.url}, "concurrency": 1, "rate_limit_per_minute": {"anthropic": 0}},
         )
         proc = start(tmp_path, "results/labels.jsonl", "--cores", "1", "--configfile", str(config), env=key)
-        kill_when(proc, lambda: server.count >= 6, signal.SIGKILL)
+        kill_when(proc, lambda: server.count >= 6, sig)
         sent_before = server.count
         assert not (tmp_path / "results/labels.jsonl").exists()
         unlock(tmp_path, config, env=key)
@@ -104,3 +108,51 @@ def test_killed_labeling_resends_only_what_was_not_cached(tmp_path):
     assert 20 - sent_before <= resent <= 20 - sent_before + 1
     labels = [json.loads(line) for line in (tmp_path / "results/labels.jsonl").read_text().splitlines()]
     assert len(labels) == 20 and {r["backend"] for r in labels} == {"claude"}
+
+
+# Judging: the base policy's outputs on 12 validation slices, scored by an OpenAI-compatible judge
+# whose verdict depends on what it is asked, so equal scores mean equal requests and replies.
+JUDGED = "results/eval/step_0/scores.jsonl"
+OPENAI_KEY = {"OPENAI_API_KEY": "sk-openai-test-key"}
+
+
+def judge_verdict(kind, body, n):
+    digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest()
+    return Reply(body=chat_completion(judge_reply(round(digest[0] / 255, 3))), delay=0.25)
+
+
+def judging_config(workdir: Path, url: str) -> Path:
+    return write_config(
+        workdir,
+        policy=TINY_POLICY,
+        split={"n_train": 8, "n_val": 12},
+        generate={"backend": "hf", "temperature": 0.0, "max_tokens": 12, "batch_size": 16, "seed": 0},
+        eval={"steps": []},
+        judge={"backend": "openai", "model": "judge-test"},
+        llm={"base_url": {"openai": url}, "concurrency": 1},
+    )
+
+
+@pytest.fixture(scope="module")
+def judged_uninterrupted(tmp_path_factory) -> str:
+    workdir = tmp_path_factory.mktemp("judged")
+    with Loopback(judge_verdict) as server:
+        config = judging_config(workdir, server.url)
+        snakemake(workdir, JUDGED, "--cores", "2", "--configfile", str(config), env=OPENAI_KEY)
+        assert server.count == 12
+    return (workdir / JUDGED).read_text()
+
+
+@SIGNALS
+def test_killed_judging_resends_only_what_was_not_cached_and_matches(tmp_path, judged_uninterrupted, sig):
+    with Loopback(judge_verdict) as server:
+        config = judging_config(tmp_path, server.url)
+        proc = start(tmp_path, JUDGED, "--cores", "2", "--configfile", str(config), env=OPENAI_KEY)
+        kill_when(proc, lambda: server.count >= 4, sig)
+        sent_before = server.count
+        assert not (tmp_path / JUDGED).exists(), "a killed judge job left its scores looking finished"
+        unlock(tmp_path, config, env=OPENAI_KEY)
+        snakemake(tmp_path, JUDGED, "--cores", "2", "--configfile", str(config), env=OPENAI_KEY)
+        resent = server.count - sent_before
+    assert 12 - sent_before <= resent <= 12 - sent_before + 1
+    assert (tmp_path / JUDGED).read_text() == judged_uninterrupted
