@@ -17,7 +17,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private; outputs are ordinary files
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file private; outputs are ordinary files
     try:
         yield Path(tmp)
         os.replace(tmp, path)
@@ -26,10 +26,22 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
-def _umask() -> int:
+def _read_umask() -> int:
+    """The process umask. Read once, at import: reading it with ``os.umask`` means setting it for a
+    moment, and a thread creating a file in that moment (the LLM client writes its cache from many
+    threads) would get no umask at all."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()
 
 
 def write_text(path: str | Path, text: str) -> None:
