@@ -5,6 +5,7 @@ import logging
 import pandas as pd
 import torch
 
+from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import write_jsonl
@@ -16,12 +17,14 @@ log = logging.getLogger("audiobook_rl.generate")
 
 def main(smk):
     torch.set_num_threads(smk.threads)
+    step = smk.wildcards.step
     device = "cpu"
     if smk.resources.gpu > 0:
+        # GPUs of this job alone (parallel generate jobs would otherwise all start on GPU 0)
+        gpus.claim(smk.resources.gpu, "resources.generate.gpu", holder=f"generate step {step}")
         if not torch.cuda.is_available():
             raise UserError("config key 'resources.generate.gpu' asks for a GPU but torch sees none; set it to 0 for the CPU.")
         device = "cuda"
-    step = smk.wildcards.step
     rows = pd.read_parquet(smk.input.val).to_dict("records")
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
     records = generate_outputs(

@@ -5,12 +5,14 @@ outputs of a failed job, and a rerun resumes from them).
 """
 
 import logging
+import os
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import torch
 
+from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import write_json
@@ -23,10 +25,11 @@ from audiobook_rl.training.local_grpo import train_local
 log = logging.getLogger("audiobook_rl.train_grpo")
 
 
-def device_for(gpus: int) -> str:
+def device_for(n_gpus: int) -> str:
     """CUDA when the rule was given a GPU, else the CPU."""
-    if gpus <= 0:
+    if n_gpus <= 0:
         return "cpu"
+    gpus.claim(n_gpus, "resources.train_grpo.gpu", holder="train_grpo")
     if not torch.cuda.is_available():
         raise UserError("config key 'resources.train_grpo.gpu' asks for a GPU but torch sees none; set it to 0 for the CPU.")
     return "cuda"
@@ -40,6 +43,11 @@ def main(smk):
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
     if backend == "verl":
         from audiobook_rl.training.verl_backend import train_stage
+
+        if settings["nnodes"] == 1 and not os.environ.get("RAY_ADDRESS"):
+            # Ray starts here and takes the GPUs it sees: make those this job's own. (On a Ray
+            # cluster the GPUs are the cluster's to assign.)
+            gpus.claim(smk.resources.gpu, "train.gpus_per_node", holder="train_grpo (verl)")
 
         train_stage(settings, settings["reward"], smk.params.llm, prompts, train_rows, val_rows,
                     smk.input.policy, smk.output.metrics, smk.output.summary, n_runners=smk.params.n_runners)

@@ -1,0 +1,136 @@
+"""Each GPU job runs on GPUs of its own.
+
+``--resources gpu=N`` makes Snakemake run jobs whose ``gpu`` resources add up to at most N, but it
+does not say which GPUs each job gets: without more, two ``generate`` jobs with ``gpu=1`` would both
+start on GPU 0 (and two vLLM engines sized for a whole card do not fit on one). A job therefore
+claims its GPUs before CUDA starts: one exclusive lock per device, released when the process ends
+however it ends (even on SIGKILL), and ``CUDA_VISIBLE_DEVICES`` set to the claimed devices, so the
+job's ``cuda:0`` is its first claimed GPU and its Ray or vLLM workers see only its own.
+
+The candidates are the entries of ``CUDA_VISIBLE_DEVICES`` if it is set, else every GPU that
+``nvidia-smi`` lists. When the environment already gives the job exactly the GPUs it needs (a Slurm
+or Kubernetes job, whose GPUs the cluster assigned), they are used as they are, without locks. The
+locks live in ``$AUDIOBOOK_RL_GPU_LOCKS`` (default: a per-user folder in the system's temp dir); a job
+that finds every GPU claimed waits for one and says so in its log.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .errors import UserError
+
+log = logging.getLogger(__name__)
+
+LOCK_DIR_ENV = "AUDIOBOOK_RL_GPU_LOCKS"
+POLL_S = 1.0
+_held: list[int] = []  # open lock files: a claim lasts as long as the process
+
+
+def lock_dir() -> Path:
+    return Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"audiobook-rl-{os.getuid()}" / "gpus")
+
+
+def visible_gpus() -> list[str]:
+    """The GPU ids this process may use: ``CUDA_VISIBLE_DEVICES`` if set, else what the driver lists."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    if shutil.which("nvidia-smi"):
+        proc = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True
+        )
+        if proc.returncode == 0:
+            return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    # No NVIDIA tool: ask torch, in a child process (CUDA must not start in this one yet).
+    proc = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"],
+        capture_output=True,
+        text=True,
+    )
+    count = int(proc.stdout.strip() or 0) if proc.returncode == 0 else 0
+    return [str(i) for i in range(count)]
+
+
+def claim(n: int, key: str, holder: str = "") -> list[str]:
+    """Claim ``n`` GPUs for the rest of this process and make them the only ones CUDA sees.
+
+    ``key`` is the config key that asked for them (named in errors); ``holder`` says who holds the
+    claim (shown to jobs waiting for it). Call before anything starts CUDA. Returns the device ids.
+    """
+    if n <= 0:
+        return []
+    visible = visible_gpus()
+    if len(visible) < n:
+        env = os.environ.get("CUDA_VISIBLE_DEVICES")
+        has = f"CUDA_VISIBLE_DEVICES={env!r} leaves {len(visible)}" if env is not None else f"this machine has {len(visible)}"
+        raise UserError(f"config key '{key}' asks for {n} GPU(s) but {has}; lower it, or set it to 0 for the CPU.")
+    if len(visible) == n and "CUDA_VISIBLE_DEVICES" in os.environ:
+        log.info("using the GPU(s) this job was given: CUDA_VISIBLE_DEVICES=%s", ",".join(visible))
+        return visible
+    chosen = _lock(visible, n, holder or f"pid {os.getpid()}")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(chosen)
+    log.info("claimed GPU(s) %s of %s", ",".join(chosen), ",".join(visible))
+    return chosen
+
+
+def _lock(visible: list[str], n: int, holder: str) -> list[str]:
+    folder = lock_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    waited_since, last_said = None, 0.0
+    while True:
+        chosen, busy = _try_lock(folder, visible, n, holder)
+        if chosen:
+            if waited_since is not None:
+                log.info("GPU(s) came free after %.0f s", time.monotonic() - waited_since)
+            return chosen
+        now = time.monotonic()
+        if waited_since is None:
+            waited_since = now
+        if now - last_said >= 60:
+            log.warning(
+                "waiting for %d free GPU(s) of %s; in use: %s (is --resources gpu larger than this machine's GPUs?)",
+                n,
+                ",".join(visible),
+                "; ".join(f"GPU {device}: {who}" for device, who in busy),
+            )
+            last_said = now
+        time.sleep(POLL_S)
+
+
+def _try_lock(folder: Path, visible: list[str], n: int, holder: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """``n`` devices locked (or none), and the busy devices with their holders. One claimer picks at a
+    time (a folder-wide lock), so two jobs each wanting two GPUs never end up with one each."""
+    with open(folder / "claim.lock", "w") as picking:
+        fcntl.flock(picking, fcntl.LOCK_EX)
+        fds: dict[str, int] = {}
+        busy = []
+        for device in visible:
+            path = folder / f"gpu-{device}.lock"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                busy.append((device, os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"))
+                os.close(fd)
+                continue
+            fds[device] = fd
+            if len(fds) == n:
+                break
+        if len(fds) < n:
+            for fd in fds.values():
+                os.close(fd)
+            return [], busy
+        for fd in fds.values():
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{holder}\n".encode(), 0)
+        _held.extend(fds.values())
+        return list(fds), busy
