@@ -44,7 +44,8 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
                            OtelTracer=lambda: "otel", LlmProxyTraceToTriplet=lambda: "proxy-adapter")
     monkeypatch.setattr(verl_backend, "_agentlightning", lambda: fake)
     monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
-    for var in ("VERL_FILE_LOGGER_PATH", "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY"):
+    for var in ("VERL_FILE_LOGGER_PATH", "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY",
+                verl_backend.RAY_JOB_CONFIG):
         monkeypatch.delenv(var, raising=False)
     rows = [{"i": i} for i in range(16)]
     out = tmp_path / "results" / "train"
@@ -59,6 +60,9 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
     assert trainer.config["actor_rollout_ref"]["model"]["path"] == str((tmp_path / "step_0").resolve())
     assert env["VERL_FILE_LOGGER_PATH"] == str((out / "verl_logs" / "attempt_002.jsonl").resolve())
     assert env["LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY"] == "true" and env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    # the same variables reach Ray's workers, also those of a cluster started elsewhere (tests/test_verl_ray.py)
+    ray_env = json.loads(env[verl_backend.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
+    assert ray_env["VERL_FILE_LOGGER_PATH"] == env["VERL_FILE_LOGGER_PATH"]
     assert [(m["step"], m.get("train_reward"), m.get("val_reward")) for m in metrics] == [(0, None, 0.1), (1, 0.2, None), (2, 0.4, 0.3)]
     assert summary["saved_steps"] == [2] and (summary["best_step"], summary["best_val_reward"]) == (2, 0.3)
 
@@ -72,3 +76,23 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
                              str(out / "metrics.jsonl"), str(out / "summary.json"))
     assert read_jsonl(out / "metrics.jsonl")[-1]["step"] == 2
     assert json.loads((out / "summary.json").read_text())["backend"] == "verl"
+
+
+def test_runner_processes_share_the_reward_judges_rate_limit(tmp_path, monkeypatch):
+    """Each of the n runner processes has its own rate limiter: each gets 1/n of the provider's rate."""
+    import audiobook_rl.judging as judging
+
+    seen = {}
+    monkeypatch.setattr(judging, "make_judge", lambda settings, llm: seen.setdefault("llm", llm))
+    monkeypatch.setitem(sys.modules, "audiobook_rl.agent_lightning", SimpleNamespace(make_agent=lambda *a, **k: "agent"))
+    monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
+    monkeypatch.setattr(verl_backend, "run_verl", lambda *a, **k: ([], {}))
+    config = seed_config()
+    llm = {**config["llm"], "rate_limit_per_minute": {"zhipuai": 60, "openai": 0, "anthropic": 50}}
+    args = (config["train"], config["train"]["reward"], llm, None, [], [], "m", str(tmp_path / "m.jsonl"), str(tmp_path / "s.json"))
+
+    verl_backend.train_stage(*args, n_runners=8)
+    assert seen.pop("llm")["rate_limit_per_minute"] == {"zhipuai": 7.5, "openai": 0, "anthropic": 6.25}
+    verl_backend.train_stage(*args)  # the default: all 32 rollouts of a seed step at once
+    assert seen.pop("llm")["rate_limit_per_minute"]["zhipuai"] == 60 / 32
+    assert llm["rate_limit_per_minute"]["zhipuai"] == 60  # the settings passed in are left as they were

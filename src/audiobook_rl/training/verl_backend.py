@@ -17,6 +17,7 @@ Only calls that pass through Agent Lightning's LLM proxy become training samples
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -41,6 +42,37 @@ def training_env(metrics_log: str | Path) -> dict[str, str]:
         "HYDRA_FULL_ERROR": "1",
         "VLLM_USE_V1": "1",
     }
+
+
+# The job config that Ray's job submission hands to a driver; ray.init merges its runtime env into the job's.
+RAY_JOB_CONFIG = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+
+def hand_env_to_ray(env: dict[str, str]) -> None:
+    """Make ``env`` reach every Ray worker, also on a Ray cluster started elsewhere (``RAY_ADDRESS``),
+    whose workers start from the cluster's environment, not this process's: without this verl's
+    trainer would not see VERL_FILE_LOGGER_PATH and would log nowhere. The variables go into the job
+    config that ``ray.init`` (called by Agent Lightning) merges into the job's runtime env."""
+    job = json.loads(os.environ.get(RAY_JOB_CONFIG) or "{}")
+    runtime_env = job.get("runtime_env") or {}
+    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **env}
+    job["runtime_env"] = runtime_env
+    os.environ[RAY_JOB_CONFIG] = json.dumps(job)
+
+
+def default_runners(train: dict) -> int:
+    """Rollouts at once when ``resources.train_grpo.n_runners`` is unset: all of a step's, up to 32."""
+    return min(32, train["train_batch_size"] * train["rollout"]["n"])
+
+
+def per_runner_llm_settings(llm_settings: dict, n_runners: int) -> dict:
+    """The ``llm`` settings of the reward judge inside each of ``n_runners`` runner processes.
+
+    Each runner process has its own rate limiter, so each gets its share of the provider's
+    requests per minute and together they stay within ``llm.rate_limit_per_minute``."""
+    limits = llm_settings.get("rate_limit_per_minute") or {}
+    shared = {provider: (rate / n_runners if rate else rate) for provider, rate in limits.items()}
+    return {**llm_settings, "rate_limit_per_minute": shared}
 
 
 def attempt_log(log_dir: str | Path) -> Path:
@@ -98,13 +130,15 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
     checkpoints = out_dir / "checkpoints"
     log_dir = out_dir / "verl_logs"
     attempt = attempt_log(log_dir)
-    os.environ.update(training_env(attempt))  # before anything imports litellm
+    env = training_env(attempt)
+    os.environ.update(env)  # before anything imports litellm
+    hand_env_to_ray(env)
     overrides = build_verl_config(train, len(train_rows), Path(model_path).resolve(), checkpoints)
     check_verl_config(overrides)  # a typo or impossible batch stops here, before Ray and vLLM start
 
     agl = _agentlightning()  # after the environment above: litellm reads it at import
 
-    n_runners = n_runners or min(32, train["train_batch_size"] * train["rollout"]["n"])
+    n_runners = n_runners or default_runners(train)
     log.info("verl GRPO: %d train / %d val rows, %d steps, %d runners; this attempt logs to %s",
              len(train_rows), len(val_rows), train["total_steps"], n_runners, attempt)
     trainer = agl.Trainer(
@@ -135,7 +169,8 @@ def train_stage(train: dict, judge_settings: dict, llm_settings: dict, prompts, 
     from ..agent_lightning import make_agent
     from ..judging import make_judge
 
-    judge = make_judge(judge_settings, llm_settings)
+    n_runners = n_runners or default_runners(train)
+    judge = make_judge(judge_settings, llm_settings and per_runner_llm_settings(llm_settings, n_runners))
     agent = make_agent(prompts, judge, max_tokens=train["rollout"]["max_tokens"], val_temperature=train["val_temperature"])
     rows, summary = run_verl(train, agent, train_rows, val_rows, model_path=model_path,
                              out_dir=Path(metrics_path).parent, judge=judge_settings,
