@@ -39,6 +39,11 @@ def planned_rules(workdir: Path, *targets: str, configfile: Path | None = None) 
     return set(_JOB.findall(proc.stdout)) - {"all"}
 
 
+def ran_rules(proc: subprocess.CompletedProcess) -> set[str]:
+    """The rules a finished (not dry) run executed, from Snakemake's job lines (``all`` excluded)."""
+    return set(_JOB.findall(proc.stdout + proc.stderr)) - {"all"}
+
+
 def write_config(workdir: Path, **sections) -> Path:
     """A config overlay in ``workdir`` (merged over config/config.yaml by Snakemake)."""
     path = workdir / "overlay.yaml"

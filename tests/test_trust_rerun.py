@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, STORY, planned_rules, snakemake
+from conftest import REPO, STORY, planned_rules, ran_rules, snakemake
 from grpo_helpers import TINY_POLICY, TINY_TRAIN
 
 pytestmark = pytest.mark.slow
@@ -104,6 +104,26 @@ def test_a_finished_run_has_nothing_left_to_do(run):
 )
 def test_a_config_edit_reruns_exactly_its_stages(run, changes, expected):
     assert plan(run, **changes) == expected
+
+
+@pytest.mark.parametrize(
+    "changes,expected,untouched",
+    [
+        ({"judge": {"weights": {"format": 0.4, "completeness": 0.3, "speaker": 0.1, "emotion": 0.1, "segmentation": 0.1}}},
+         {"judge", "report"}, ["results/train/metrics.jsonl", "results/eval/step_2/outputs.jsonl"]),
+        ({"report": {"title": "another title"}}, {"report"}, ["results/eval/step_2/scores.jsonl"]),
+        ({"resources": {"train_grpo": {"gpu": 0, "threads": 1, "mem_mb": 5000, "runtime": 90, "n_runners": 8}}}, set(),
+         ["results/report.html"]),
+    ],
+    ids=["judge-weights", "report", "resources"],
+)  # fmt: skip
+def test_a_real_rerun_runs_only_those_stages(run, tmp_path, changes, expected, untouched):
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)  # keeps modification times: the copy is as finished as the original
+    before = {path: (copy / path).stat().st_mtime_ns for path in untouched}
+    proc = snakemake(copy, "--cores", "2", "--configfile", str(write(copy, merged(**changes))), env=DUMMY_KEYS)
+    assert ran_rules(proc) == expected
+    assert {path: (copy / path).stat().st_mtime_ns for path in untouched} == before
 
 
 def test_a_new_evaluated_step_adds_only_its_own_jobs(run):
