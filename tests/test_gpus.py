@@ -91,6 +91,8 @@ def test_a_job_waits_for_a_gpu_and_gets_the_one_a_killed_job_held(machine):
     os.kill(held["1"].proc.pid, signal.SIGKILL)  # no clean-up at all: the kernel drops the lock
     assert c.claimed() == ("1", "1")
     held["0"].release(), c.release()
+    said = c.proc.stderr.read()  # what its job log would show while it waited
+    assert "waiting for 1 free GPU(s) of 0,1" in said and "GPU 1: generate step " in said and ", pid " in said
 
 
 def test_a_job_needing_two_gpus_never_takes_one_of_them_while_the_other_is_held(machine):

@@ -76,7 +76,7 @@ def claim(n: int, key: str, holder: str = "") -> list[str]:
     if len(visible) == n and "CUDA_VISIBLE_DEVICES" in os.environ:
         log.info("using the GPU(s) this job was given: CUDA_VISIBLE_DEVICES=%s", ",".join(visible))
         return visible
-    chosen = _lock(visible, n, holder or f"pid {os.getpid()}")
+    chosen = _lock(visible, n, f"{holder}, pid {os.getpid()}" if holder else f"pid {os.getpid()}")
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(chosen)
     log.info("claimed GPU(s) %s of %s", ",".join(chosen), ",".join(visible))
     return chosen
