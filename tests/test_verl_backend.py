@@ -44,9 +44,9 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
                            OtelTracer=lambda: "otel", LlmProxyTraceToTriplet=lambda: "proxy-adapter")
     monkeypatch.setattr(verl_backend, "_agentlightning", lambda: fake)
     monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
-    for var in ("VERL_FILE_LOGGER_PATH", "LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY",
-                verl_backend.RAY_JOB_CONFIG):
-        monkeypatch.delenv(var, raising=False)
+    for var in [*verl_backend.training_env("x"), verl_backend.RAY_JOB_CONFIG]:
+        monkeypatch.setenv(var, "")  # recorded, so that what run_verl sets is undone after the test
+        monkeypatch.delenv(var)
     rows = [{"i": i} for i in range(16)]
     out = tmp_path / "results" / "train"
     (out / "verl_logs").mkdir(parents=True)

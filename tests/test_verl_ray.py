@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from audiobook_rl.training.verl_backend import RAY_JOB_CONFIG, hand_env_to_ray
+from audiobook_rl.training.verl_backend import RAY_JOB_CONFIG, hand_env_to_ray, training_env
 
 pytestmark = pytest.mark.slow
 
@@ -51,10 +51,12 @@ def ray_cluster():
         port = s.getsockname()[1]
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
     ray = Path(sys.executable).parent / "ray"
+    # The cluster's own environment: nothing of a training job's.
+    env = {k: v for k, v in os.environ.items() if k not in {*training_env("x"), RAY_JOB_CONFIG}}
     head = subprocess.Popen(
         [str(ray), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
          "--num-gpus=0", "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     yield f"127.0.0.1:{port}"
     os.killpg(head.pid, signal.SIGKILL)  # the head and every process it started
