@@ -4,6 +4,8 @@ the real anthropic SDK: cache, retries, timeouts, concurrency, rate limit, keys 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -152,6 +154,35 @@ def test_rate_limit_spaces_request_starts(tmp_path):
             client.map(lambda i: client.complete(request(f"r{i}")), list(range(5)), "asked")
             elapsed = time.monotonic() - started
     assert elapsed >= 0.4  # 600/min = one start per 0.1 s; 5 starts span at least 0.4 s
+
+
+SENDER = """
+import json, sys
+from audiobook_rl import llm
+settings = json.loads(sys.argv[1])
+with llm.session(settings) as s:
+    client = s.client("anthropic", "test")
+    asks = [llm.Request(model="m", system="", messages=({"role": "user", "content": f"{sys.argv[2]}-{i}"},), max_tokens=8)
+            for i in range(10)]
+    client.map(client.complete, asks, "asked")
+"""
+
+
+def test_the_rate_limit_holds_across_processes(tmp_path):
+    # Three jobs (parallel judge jobs, training's runner processes) against one provider: one limit.
+    with Loopback(lambda kind, body, n: answer()) as server:
+        config = settings(server, tmp_path, concurrency=4, rate_limit_per_minute={"anthropic": 1200})
+        jobs = [
+            subprocess.Popen([sys.executable, "-c", SENDER, json.dumps(config), f"job{j}"], stderr=subprocess.PIPE, text=True)
+            for j in range(3)
+        ]
+        assert [job.wait(timeout=60) for job in jobs] == [0, 0, 0], [job.stderr.read() for job in jobs]
+        arrivals = sorted(r["time"] for r in server.requests)
+    assert len(arrivals) == 30
+    # 1200/min = one start per 50 ms for all three together (each alone would have sent its 10 in 0.45 s)
+    assert arrivals[-1] - arrivals[0] >= 29 * 0.05 * 0.9
+    busiest = max(sum(1 for t in arrivals if start <= t < start + 0.5) for start in arrivals)
+    assert busiest <= 0.5 / 0.05 + 2
 
 
 def test_missing_key_fails_before_any_request(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from loopback.scripts import REFERENCE, SOURCE, judge_reply
 from audiobook_rl.agent import AgentPrompts, Reply as ChatReply, Task, run_episode
 from audiobook_rl.judging import SEED_WEIGHTS, make_judge
 from audiobook_rl.script import from_dicts
-from audiobook_rl.throughput import rate_per_runner, runners_to_saturate, step_time_bound
+from audiobook_rl.throughput import runners_to_saturate, step_time_bound
 from conftest import REPO
 
 POLICY_S, JUDGE_S = 0.03, 0.10  # injected latency per policy call and per judge call
@@ -104,5 +104,3 @@ def test_seed_numbers():
     bound = step_time_bound(32, 32, 2.0, 5.0, 60)
     assert bound == pytest.approx(31 + 9.0)
     assert runners_to_saturate(32, 2.0, 5.0, 60) == 8  # ceil(32/8) x 9 s = 36 s <= 40 s
-    # Agent Lightning's runners are processes, each with its own limiter: split the provider's limit.
-    assert rate_per_runner(60, 8) == 7.5 and rate_per_runner(0, 8) == 0.0

@@ -77,22 +77,3 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
     assert read_jsonl(out / "metrics.jsonl")[-1]["step"] == 2
     assert json.loads((out / "summary.json").read_text())["backend"] == "verl"
 
-
-def test_runner_processes_share_the_reward_judges_rate_limit(tmp_path, monkeypatch):
-    """Each of the n runner processes has its own rate limiter: each gets 1/n of the provider's rate."""
-    import audiobook_rl.judging as judging
-
-    seen = {}
-    monkeypatch.setattr(judging, "make_judge", lambda settings, llm: seen.setdefault("llm", llm))
-    monkeypatch.setitem(sys.modules, "audiobook_rl.agent_lightning", SimpleNamespace(make_agent=lambda *a, **k: "agent"))
-    monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
-    monkeypatch.setattr(verl_backend, "run_verl", lambda *a, **k: ([], {}))
-    config = seed_config()
-    llm = {**config["llm"], "rate_limit_per_minute": {"zhipuai": 60, "openai": 0, "anthropic": 50}}
-    args = (config["train"], config["train"]["reward"], llm, None, [], [], "m", str(tmp_path / "m.jsonl"), str(tmp_path / "s.json"))
-
-    verl_backend.train_stage(*args, n_runners=8)
-    assert seen.pop("llm")["rate_limit_per_minute"] == {"zhipuai": 7.5, "openai": 0, "anthropic": 6.25}
-    verl_backend.train_stage(*args)  # the default: all 32 rollouts of a seed step at once
-    assert seen.pop("llm")["rate_limit_per_minute"]["zhipuai"] == 60 / 32
-    assert llm["rate_limit_per_minute"]["zhipuai"] == 60  # the settings passed in are left as they were

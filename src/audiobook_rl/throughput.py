@@ -45,11 +45,3 @@ def runners_to_saturate(rollouts: int, policy_latency_s: float, judge_latency_s:
             return n
     return rollouts
 
-
-def rate_per_runner(judge_rate_per_minute: float, n_runners: int) -> float:
-    """The rate limit to give each runner process so that together they keep the provider's limit.
-
-    Agent Lightning's runners are separate processes, and a rate limiter lives in one process: with
-    the provider's full limit in each, ``n_runners`` runners would send ``n_runners`` times too much.
-    """
-    return judge_rate_per_minute / n_runners if judge_rate_per_minute else 0.0

@@ -3,7 +3,7 @@ and the chat-completions API of OpenAI-compatible servers and GLM (``POST .../ch
 
 What it answers is decided by a function ``responder(kind, body, n) -> Reply`` (``kind`` is
 ``"anthropic"`` or ``"chat"``, ``n`` counts requests from 1); the server records every request
-(path, headers, body) and the most requests it ever had in flight at once.
+(path, headers, body, arrival time) and the most requests it ever had in flight at once.
 """
 
 from __future__ import annotations
@@ -117,7 +117,12 @@ class Loopback:
                 kind = "anthropic" if self.path.endswith("/messages") else "chat"
                 with outer._lock:
                     outer.requests.append(
-                        {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
+                        {
+                            "path": self.path,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                            "body": body,
+                            "time": time.monotonic(),
+                        }
                     )
                     n = len(outer.requests)
                     outer.in_flight += 1

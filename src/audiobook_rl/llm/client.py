@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import random
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import UserError
@@ -62,30 +64,39 @@ class Reply:
 
 
 class _RateLimiter:
-    """At most ``per_minute`` request starts per minute for one provider, across all threads."""
+    """At most ``per_minute`` request starts per minute for one provider, across every thread and
+    every process that shares the file ``state`` (in the cache folder): parallel judge jobs,
+    training's runner processes and parallel runs on one machine all draw from the provider's one
+    limit. The file holds the earliest time the next request may start; a start is reserved by
+    reading and advancing it under an exclusive lock.
+    """
 
-    _shared: dict[tuple[str, float], "_RateLimiter"] = {}
-    _shared_lock = threading.Lock()
-
-    def __init__(self, per_minute: float):
+    def __init__(self, per_minute: float, state: Path):
         self.interval = 60.0 / per_minute if per_minute else 0.0
-        self.lock = threading.Lock()
-        self.next_start = 0.0
-
-    @classmethod
-    def for_provider(cls, provider: str, per_minute: float) -> "_RateLimiter":
-        with cls._shared_lock:
-            return cls._shared.setdefault((provider, float(per_minute or 0)), cls(per_minute))
+        self.state = state
 
     def wait(self) -> None:
         if not self.interval:
             return
-        with self.lock:
-            now = time.monotonic()
-            start = max(now, self.next_start)
-            self.next_start = start + self.interval
-        if start > now:
-            time.sleep(start - now)
+        delay = self._reserve(time.time()) - time.time()
+        if delay > 0:
+            time.sleep(delay)
+
+    def _reserve(self, now: float) -> float:
+        self.state.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.state, "a+", encoding="utf-8") as f:  # each call its own open file: threads exclude each other too
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            try:
+                next_start = float(f.read().strip() or 0)
+            except ValueError:
+                next_start = 0.0
+            # A reservation more than an hour ahead is not a queue but a clock that jumped back.
+            start = max(now, next_start if next_start - now < 3600 else now)
+            f.seek(0)
+            f.truncate()
+            f.write(repr(start + self.interval))
+        return start
 
 
 class LLMClient:
@@ -102,8 +113,9 @@ class LLMClient:
         self.cache = DiskCache(settings["cache_dir"], provider)
         self.concurrency = max(1, int(settings["concurrency"]))
         self._in_flight = threading.BoundedSemaphore(self.concurrency)
-        self._limiter = _RateLimiter.for_provider(
-            provider, (settings.get("rate_limit_per_minute") or {}).get(provider, 0)
+        self._limiter = _RateLimiter(
+            (settings.get("rate_limit_per_minute") or {}).get(provider, 0),
+            Path(settings["cache_dir"]).resolve() / ".rate" / provider,
         )
 
     def complete(self, request: Request) -> Reply:

@@ -65,16 +65,6 @@ def default_runners(train: dict) -> int:
     return min(32, train["train_batch_size"] * train["rollout"]["n"])
 
 
-def per_runner_llm_settings(llm_settings: dict, n_runners: int) -> dict:
-    """The ``llm`` settings of the reward judge inside each of ``n_runners`` runner processes.
-
-    Each runner process has its own rate limiter, so each gets its share of the provider's
-    requests per minute and together they stay within ``llm.rate_limit_per_minute``."""
-    limits = llm_settings.get("rate_limit_per_minute") or {}
-    shared = {provider: (rate / n_runners if rate else rate) for provider, rate in limits.items()}
-    return {**llm_settings, "rate_limit_per_minute": shared}
-
-
 def attempt_log(log_dir: str | Path) -> Path:
     """A fresh metrics file for this attempt: ``attempt_001.jsonl``, ``attempt_002.jsonl``, …"""
     log_dir = Path(log_dir)
@@ -169,8 +159,8 @@ def train_stage(train: dict, judge_settings: dict, llm_settings: dict, prompts, 
     from ..agent_lightning import make_agent
     from ..judging import make_judge
 
-    n_runners = n_runners or default_runners(train)
-    judge = make_judge(judge_settings, llm_settings and per_runner_llm_settings(llm_settings, n_runners))
+    # The runner processes share the judge's rate limit through the LLM cache folder (llm.client).
+    judge = make_judge(judge_settings, llm_settings)
     agent = make_agent(prompts, judge, max_tokens=train["rollout"]["max_tokens"], val_temperature=train["val_temperature"])
     rows, summary = run_verl(train, agent, train_rows, val_rows, model_path=model_path,
                              out_dir=Path(metrics_path).parent, judge=judge_settings,
