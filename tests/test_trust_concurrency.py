@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, snakemake, write_config
-from grpo_helpers import TINY_POLICY, TINY_TRAIN
+from conftest import snakemake
+from grpo_helpers import TINY_TRAIN
 from loopback import Loopback, Reply, chat_completion
 from loopback.scripts import judge_reply
+from trust_helpers import OPENAI_KEY, judging_overlay, start
 
 pytestmark = pytest.mark.slow
 
-OPENAI_KEY = {"OPENAI_API_KEY": "sk-openai-test-key"}
 CONCURRENCY = 2  # llm.concurrency: requests in flight per job
 LLM_API = 4  # --resources llm_api: paid jobs at once
 
@@ -33,16 +32,8 @@ def slow_verdict(kind, body, n):
     return Reply(body=chat_completion(judge_reply(0.6)), delay=0.4)
 
 
-def judging_overlay(workdir: Path, url: str, **sections) -> Path:
-    return write_config(
-        workdir,
-        policy=TINY_POLICY,
-        split={"n_train": 8, "n_val": 12},
-        generate={"backend": "hf", "temperature": 0.0, "max_tokens": 12, "batch_size": 16, "seed": 0},
-        judge={"backend": "openai", "model": "judge-test"},
-        llm={"base_url": {"openai": url}, "concurrency": CONCURRENCY, "cache_dir": "cache"},
-        **sections,
-    )
+def judged_by(workdir: Path, url: str, **sections) -> Path:
+    return judging_overlay(workdir, url, llm={"concurrency": CONCURRENCY, "cache_dir": "cache"}, **sections)
 
 
 def job_times(workdir: Path, output: str) -> tuple[float, float]:
@@ -64,7 +55,7 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
 def test_parallel_judge_jobs_stay_within_the_api_budget(tmp_path):
     steps = [1, 2, 3, 4, 5]
     with Loopback(slow_verdict) as server:
-        config = judging_overlay(
+        config = judged_by(
             tmp_path,
             server.url,
             train={**TINY_TRAIN, "total_steps": 5, "save_freq": 1, "test_freq": 5},
@@ -128,21 +119,15 @@ def test_writers_in_several_processes_never_leave_a_torn_cache_entry(tmp_path):
 
 
 def test_two_runs_judging_at_once_share_one_valid_cache(tmp_path):
-    def start(run_name: str) -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path)]
-        args = [f"results/runs/{run_name}/eval/step_0/scores.jsonl", "--cores", "2", "--configfile", str(config)]
-        return subprocess.Popen(
-            [*cmd, *args, "--config", f"run_name={run_name}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, **OPENAI_KEY},
-        )
+    def judge(run_name: str) -> subprocess.Popen:
+        target = f"results/runs/{run_name}/eval/step_0/scores.jsonl"
+        return start(tmp_path, target, "--cores", "2", "--configfile", str(config), "--config", f"run_name={run_name}",
+                     env=OPENAI_KEY, capture=True)
 
     with Loopback(slow_verdict) as server:
-        config = judging_overlay(tmp_path, server.url, eval={"steps": []})
+        config = judged_by(tmp_path, server.url)
         # Both runs build the same base policy and outputs, then judge them at the same time.
-        runs = [start("a"), start("b")]
+        runs = [judge("a"), judge("b")]
         logs = [run.communicate(timeout=600)[0] for run in runs]
         assert [run.returncode for run in runs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
         sent = server.count

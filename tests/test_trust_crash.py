@@ -13,29 +13,22 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, snakemake, write_config
+from conftest import snakemake, write_config
 from grpo_helpers import TINY_POLICY, TINY_TRAIN
 from loopback import Loopback, Reply, anthropic_message, chat_completion
 from loopback.scripts import judge_reply, valid_label_reply
+from trust_helpers import OPENAI_KEY, judging_overlay, start
 
 pytestmark = pytest.mark.slow
 
 SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 TRAIN = {**TINY_TRAIN, "total_steps": 6, "save_freq": 1, "test_freq": 2}
 TARGET = "results/train/metrics.jsonl"
-
-
-def start(workdir: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    return subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **(env or {})}
-    )
 
 
 def kill_when(proc: subprocess.Popen, ready, sig: int, timeout: float = 240) -> None:
@@ -113,7 +106,6 @@ def test_killed_labeling_resends_only_what_was_not_cached(tmp_path, sig):
 # Judging: the base policy's outputs on 12 validation slices, scored by an OpenAI-compatible judge
 # whose verdict depends on what it is asked, so equal scores mean equal requests and replies.
 JUDGED = "results/eval/step_0/scores.jsonl"
-OPENAI_KEY = {"OPENAI_API_KEY": "sk-openai-test-key"}
 
 
 def judge_verdict(kind, body, n):
@@ -122,15 +114,7 @@ def judge_verdict(kind, body, n):
 
 
 def judging_config(workdir: Path, url: str) -> Path:
-    return write_config(
-        workdir,
-        policy=TINY_POLICY,
-        split={"n_train": 8, "n_val": 12},
-        generate={"backend": "hf", "temperature": 0.0, "max_tokens": 12, "batch_size": 16, "seed": 0},
-        eval={"steps": []},
-        judge={"backend": "openai", "model": "judge-test"},
-        llm={"base_url": {"openai": url}, "concurrency": 1},
-    )
+    return judging_overlay(workdir, url, llm={"concurrency": 1})
 
 
 @pytest.fixture(scope="module")

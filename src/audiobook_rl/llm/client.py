@@ -74,6 +74,8 @@ class _RateLimiter:
     def __init__(self, per_minute: float, state: Path):
         self.interval = 60.0 / per_minute if per_minute else 0.0
         self.state = state
+        if self.interval:
+            state.parent.mkdir(parents=True, exist_ok=True)
 
     def wait(self) -> None:
         if not self.interval:
@@ -83,7 +85,6 @@ class _RateLimiter:
             time.sleep(delay)
 
     def _reserve(self, now: float) -> float:
-        self.state.parent.mkdir(parents=True, exist_ok=True)
         with open(self.state, "a+", encoding="utf-8") as f:  # each call its own open file: threads exclude each other too
             fcntl.flock(f, fcntl.LOCK_EX)
             f.seek(0)

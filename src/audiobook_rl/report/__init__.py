@@ -25,16 +25,13 @@ def make_report(
     evals: dict[int, tuple[str | Path, str | Path]],
     settings: dict,
     val: str | Path | None = None,
-    train: dict | None = None,
-    eval_cfg: dict | None = None,
-    config_hash: str = "",
-    template: str | Path = TEMPLATE,
-    repo: str | Path | None = None,
     policy_dir: str | Path | None = None,
+    **shown,
 ) -> str:
     """The report's HTML. ``evals`` maps each evaluated step to its (outputs.jsonl, scores.jsonl);
-    ``settings`` is the ``report`` config section; ``train``/``eval_cfg`` are shown as provenance;
-    ``policy_dir`` (results/models/step_0) names the base policy."""
+    ``settings`` is the ``report`` config section; ``policy_dir`` (results/models/step_0) names the
+    base policy. ``shown`` goes to :func:`.render.build_report` as given (``train``, ``eval_cfg``,
+    ``config_hash``, ``template``, ``repo``)."""
     from .load import load_run
     from .render import build_report
 
@@ -47,4 +44,4 @@ def make_report(
     for step in sorted(evals):
         inputs[f"outputs_{step}"] = str(evals[step][0])
         inputs[f"scores_{step}"] = str(evals[step][1])
-    return build_report(run, settings, inputs, train, eval_cfg, config_hash, template, repo, policy_dir)
+    return build_report(run, settings, inputs, policy_dir=policy_dir, **shown)
