@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-SHUIHU = REPO.parent / "shared" / "data" / "shuihuzhuan.txt"
+SHUIHU = REPO.parent / "shared" / "data" / "shuihuzhuan.txt"  # a public-domain novel kept beside the repo, if there
 STORY = REPO / "corpus" / "story.txt"
 
 
