@@ -3,7 +3,7 @@
 Training is killed (SIGTERM, SIGKILL) after it saved a checkpoint; the rerun resumes from it and
 ends with the metrics of an uninterrupted run. Labeling and judging with a paid backend are killed
 mid-stage (SIGTERM, SIGKILL); the rerun sends only the requests whose replies were not cached yet
-and, for judging, writes the scores of an uninterrupted run.
+and writes the labels or scores of an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -77,30 +77,50 @@ def test_killed_training_resumes_from_its_checkpoint_and_matches(tmp_path, unint
     assert metrics(tmp_path) == uninterrupted
 
 
-@SIGNALS
-def test_killed_labeling_resends_only_what_was_not_cached(tmp_path, sig):
-    def reply(kind, body, n):
-        return Reply(body=anthropic_message(valid_label_reply(body)), delay=0.2)
+# Labeling: 20 excerpts labelled by a loopback Claude that answers each with the rule labeler's script.
+LABELS = "results/labels.jsonl"
+ANTHROPIC_KEY = {"ANTHROPIC_API_KEY": "sk-ant-test-key"}
 
-    key = {"ANTHROPIC_API_KEY": "sk-ant-test-key"}
-    with Loopback(reply) as server:
-        config = write_config(
-            tmp_path,
-            slice={"n_slices": 20},
-            label={"backend": "claude", "model": "claude-test"},
-            llm={"base_url": {"anthropic": server.url}, "concurrency": 1, "rate_limit_per_minute": {"anthropic": 0}},
-        )
-        proc = start(tmp_path, "results/labels.jsonl", "--cores", "1", "--configfile", str(config), env=key)
+
+def label_reply(kind, body, n):
+    return Reply(body=anthropic_message(valid_label_reply(body)), delay=0.2)
+
+
+def labeling_config(workdir: Path, url: str) -> Path:
+    return write_config(
+        workdir,
+        slice={"n_slices": 20},
+        label={"backend": "claude", "model": "claude-test"},
+        llm={"base_url": {"anthropic": url}, "concurrency": 1, "rate_limit_per_minute": {"anthropic": 0}},
+    )
+
+
+@pytest.fixture(scope="module")
+def labeled_uninterrupted(tmp_path_factory) -> str:
+    workdir = tmp_path_factory.mktemp("labeled")
+    with Loopback(label_reply) as server:
+        config = labeling_config(workdir, server.url)
+        snakemake(workdir, LABELS, "--cores", "1", "--configfile", str(config), env=ANTHROPIC_KEY)
+        assert server.count == 20
+    return (workdir / LABELS).read_text()
+
+
+@SIGNALS
+def test_killed_labeling_resends_only_what_was_not_cached(tmp_path, labeled_uninterrupted, sig):
+    with Loopback(label_reply) as server:
+        config = labeling_config(tmp_path, server.url)
+        proc = start(tmp_path, LABELS, "--cores", "1", "--configfile", str(config), env=ANTHROPIC_KEY)
         kill_when(proc, lambda: server.count >= 6, sig)
         sent_before = server.count
-        assert not (tmp_path / "results/labels.jsonl").exists()
-        unlock(tmp_path, config, env=key)
-        snakemake(tmp_path, "results/labels.jsonl", "--cores", "1", "--configfile", str(config), env=key)
+        assert not (tmp_path / LABELS).exists()
+        unlock(tmp_path, config, env=ANTHROPIC_KEY)
+        snakemake(tmp_path, LABELS, "--cores", "1", "--configfile", str(config), env=ANTHROPIC_KEY)
         resent = server.count - sent_before
     # Replies that arrived before the kill were cached; at most the one in flight is asked again.
     assert 20 - sent_before <= resent <= 20 - sent_before + 1
-    labels = [json.loads(line) for line in (tmp_path / "results/labels.jsonl").read_text().splitlines()]
+    labels = [json.loads(line) for line in (tmp_path / LABELS).read_text().splitlines()]
     assert len(labels) == 20 and {r["backend"] for r in labels} == {"claude"}
+    assert (tmp_path / LABELS).read_text() == labeled_uninterrupted
 
 
 # Judging: the base policy's outputs on 12 validation slices, scored by an OpenAI-compatible judge

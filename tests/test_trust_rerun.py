@@ -185,3 +185,27 @@ def test_no_key_reaches_any_file(run):
         data = path.read_bytes()
         for key in DUMMY_KEYS.values():
             assert key.encode() not in data, f"{key} found in {path}"
+
+
+
+@pytest.mark.parametrize(
+    "section,backend,prompt,expected",
+    [
+        ("label", "claude", "label.md", EVERYTHING - {"slice_corpus"}),
+        ("judge", "openai", "judge.md", {"judge", "report"}),
+    ],
+    ids=["labeling-prompt", "judge-prompt"],
+)
+def test_editing_a_paid_backends_prompt_reruns_from_its_stage(run, tmp_path, monkeypatch, section, backend, prompt, expected):
+    # A prompt is an input only where a backend reads it (Claude labels, LLM judges). The copy's
+    # outputs are marked finished under that config (--touch sends no request), then the prompt is edited.
+    for name, key in DUMMY_KEYS.items():
+        monkeypatch.setenv(name, key)
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    shutil.copy(REPO / "config" / "prompts" / prompt, copy / prompt)
+    paid = write(copy, merged(**{section: {"backend": backend, "prompt": prompt}}))
+    snakemake(copy, "--touch", "--cores", "1", "--configfile", str(paid))
+    assert planned_rules(copy, configfile=paid) == set()
+    with edited(copy / prompt, "\n每段不超过五十字。\n"):
+        assert planned_rules(copy, configfile=paid) == expected
