@@ -23,13 +23,13 @@ from pathlib import Path
 
 import torch
 
+from audiobook_rl.files import read_parquet_rows
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def load_rows(data: Path) -> dict[str, list[dict]]:
-    import pyarrow.parquet as pq
-
-    return {split: pq.read_table(data / f"{split}.parquet").to_pylist() for split in ("train", "val")}
+    return {split: read_parquet_rows(data / f"{split}.parquet") for split in ("train", "val")}
 
 
 def main() -> None:

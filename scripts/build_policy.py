@@ -2,12 +2,11 @@
 
 import logging
 
-import pandas as pd
 import torch
 
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.corpus import read_text
-from audiobook_rl.files import read_jsonl
+from audiobook_rl.files import read_jsonl, read_parquet_rows
 from audiobook_rl.policy import build_policy, copy_pretrained
 from audiobook_rl.stage import run
 
@@ -23,7 +22,7 @@ def main(smk):
     torch.set_num_threads(smk.threads)
     corpus_text, _ = read_text(smk.input.corpus)
     offsets = {s["id"]: (s["start"], s["end"]) for s in read_jsonl(smk.input.slices)}
-    val_ids = [info["slice_id"] for info in pd.read_parquet(smk.input.val)["extra_info"]]
+    val_ids = [row["extra_info"]["slice_id"] for row in read_parquet_rows(smk.input.val, columns=["extra_info"])]
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
     summary = build_policy(corpus_text, [offsets[i] for i in val_ids], prompts, smk.params.policy, smk.output[0])
     log.info("wrote %s: %s", smk.output[0], summary)

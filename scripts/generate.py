@@ -2,13 +2,12 @@
 
 import logging
 
-import pandas as pd
 import torch
 
 from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.errors import UserError
-from audiobook_rl.files import write_jsonl
+from audiobook_rl.files import read_parquet_rows, write_jsonl
 from audiobook_rl.generation import generate_outputs
 from audiobook_rl.stage import run
 
@@ -25,7 +24,7 @@ def main(smk):
         if not torch.cuda.is_available():
             raise UserError("config key 'resources.generate.gpu' asks for a GPU but torch sees none; set it to 0 for the CPU.")
         device = "cuda"
-    rows = pd.read_parquet(smk.input.val).to_dict("records")
+    rows = read_parquet_rows(smk.input.val)
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
     records = generate_outputs(
         smk.input.model, rows, prompts, smk.params.generate, int(step) if step.isdigit() else step, device

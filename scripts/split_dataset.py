@@ -2,10 +2,8 @@
 
 import logging
 
-import pandas as pd
-
 from audiobook_rl.dataset import split_rows
-from audiobook_rl.files import atomic_path, read_jsonl
+from audiobook_rl.files import read_jsonl, write_parquet_rows
 from audiobook_rl.prompts import load_prompt
 from audiobook_rl.stage import run
 
@@ -16,8 +14,7 @@ def main(smk):
     labels = read_jsonl(smk.input.labels)
     rows = split_rows(labels, smk.params.split, load_prompt(smk.input.create_prompt))
     for split, path in (("train", smk.output.train), ("val", smk.output.val)):
-        with atomic_path(path) as tmp:
-            pd.DataFrame(rows[split]).to_parquet(tmp, index=False)
+        write_parquet_rows(path, rows[split])
         log.info("wrote %d %s rows to %s", len(rows[split]), split, path)
 
 

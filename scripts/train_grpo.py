@@ -9,13 +9,12 @@ import os
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.errors import UserError
-from audiobook_rl.files import write_json
+from audiobook_rl.files import read_parquet_rows, write_json
 from audiobook_rl.judging import make_judge
 from audiobook_rl.stage import run
 from audiobook_rl.training import check_backend
@@ -38,8 +37,8 @@ def device_for(n_gpus: int) -> str:
 def main(smk):
     settings = smk.params.train
     backend = check_backend(settings)
-    train_rows = pd.read_parquet(smk.input.train).to_dict("records")
-    val_rows = pd.read_parquet(smk.input.val).to_dict("records")
+    train_rows = read_parquet_rows(smk.input.train)
+    val_rows = read_parquet_rows(smk.input.val)
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
     if backend == "verl":
         from audiobook_rl.training.verl_backend import train_stage

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 
+from audiobook_rl.files import write_parquet_rows
 from audiobook_rl.judging import DIMENSIONS
 
 INJECT_TEXT = '林青道：“<script>alert("corpus")</script>快走！”'
@@ -76,9 +76,10 @@ def write_run(root: Path, overfit: bool = True, steps=(0, 10, 20, 30), metrics=N
         text = INJECT_TEXT if i == 0 else f"第{i}段叙述。老邓道：“第{i}段对白！”"
         labels.append({"id": sid, "text": text, "script": reference(i), "backend": "rules", "model": "rules-v1", "prompt_hash": None, "aliases": {}})
     _jsonl(root / "labels.jsonl", labels)
-    pd.DataFrame(
-        [{"data_source": "audiobook", "extra_info": {"index": i, "split": "val", "slice_id": sid, "text": l["text"], "aliases": "{}"}} for i, (sid, l) in enumerate(zip(VAL_IDS, labels))]
-    ).to_parquet(root / "val.parquet", index=False)
+    write_parquet_rows(
+        root / "val.parquet",
+        [{"data_source": "audiobook", "extra_info": {"index": i, "split": "val", "slice_id": sid, "text": l["text"], "aliases": "{}"}} for i, (sid, l) in enumerate(zip(VAL_IDS, labels))],
+    )
     _jsonl(root / "metrics.jsonl", metrics_rows(overfit) if metrics is None else metrics)
     (root / "models" / "step_0").mkdir(parents=True, exist_ok=True)
     (root / "models" / "step_0" / "config.json").write_text(json.dumps(POLICY_CONFIG), encoding="utf-8")

@@ -6,13 +6,13 @@ import asyncio
 import os
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from audiobook_rl.agent import AgentPrompts  # noqa: E402
 from audiobook_rl.dataset import split_rows  # noqa: E402
+from audiobook_rl.files import read_parquet_rows, write_parquet_rows  # noqa: E402
 from audiobook_rl.judging import make_judge  # noqa: E402
 from loopback import Loopback, Reply, chat_completion  # noqa: E402
 from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE  # noqa: E402
@@ -32,8 +32,8 @@ def _row(tmp_path):
     """A dataset row as the verl backend hands it over: split_dataset's row after a parquet round trip."""
     label = {"id": "s001", "text": SOURCE, "script": REFERENCE, "aliases": {}}
     rows = split_rows([label], {"n_train": 1, "n_val": 0, "seed": 0, "data_source": "audiobook"}, _prompts().create)
-    pd.DataFrame(rows["train"]).to_parquet(tmp_path / "train.parquet")
-    return pd.read_parquet(tmp_path / "train.parquet").to_dict("records")[0]
+    write_parquet_rows(tmp_path / "train.parquet", rows["train"])
+    return read_parquet_rows(tmp_path / "train.parquet")[0]
 
 
 def _responder(kind, body, n):

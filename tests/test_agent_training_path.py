@@ -13,7 +13,6 @@ import multiprocessing
 import os
 import socket
 
-import pandas as pd
 import pytest
 
 from verl_helpers import REPO, seed_config
@@ -22,6 +21,7 @@ os.environ["LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY"] = "true"
 
 from audiobook_rl.agent import AgentPrompts  # noqa: E402
 from audiobook_rl.dataset import split_rows  # noqa: E402
+from audiobook_rl.files import read_parquet_rows, write_parquet_rows  # noqa: E402
 from audiobook_rl.judging import make_judge  # noqa: E402
 from loopback import Loopback, Reply, chat_completion  # noqa: E402
 from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE, judge_reply  # noqa: E402
@@ -79,8 +79,8 @@ def task_row(tmp_path) -> dict:
     prompts = AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
     label = {"id": "s001", "text": SOURCE, "script": REFERENCE, "aliases": {}}
     rows = split_rows([label], {"n_train": 1, "n_val": 0, "seed": 0, "data_source": "audiobook"}, prompts.create)
-    pd.DataFrame(rows["train"]).to_parquet(tmp_path / "train.parquet")
-    row = pd.read_parquet(tmp_path / "train.parquet").to_dict("records")[0]
+    write_parquet_rows(tmp_path / "train.parquet", rows["train"])
+    row = read_parquet_rows(tmp_path / "train.parquet")[0]
     # The daemon turns numpy values into plain ones before it enqueues a task (verl/daemon.py).
     from agentlightning.verl.daemon import _to_native
 

@@ -2,11 +2,12 @@
 
 import json
 
-import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from audiobook_rl.dataset import split_rows
 from audiobook_rl.errors import UserError
+from audiobook_rl.files import read_parquet_rows, write_parquet_rows
 from audiobook_rl.prompts import load_prompt
 from audiobook_rl.script import from_dicts
 
@@ -36,13 +37,14 @@ def test_split_is_seeded_disjoint_and_complete(prompt):
     assert {r["extra_info"]["slice_id"] for r in other["val"]} != val_ids
 
 
-def test_parquet_rows_read_back_with_pandas(tmp_path, prompt):
+def test_parquet_rows_read_back_as_plain_values(tmp_path, prompt):
     rows = split_rows(labels(), SETTINGS, prompt)
     path = tmp_path / "train.parquet"
-    pd.DataFrame(rows["train"]).to_parquet(path, index=False)
-    df = pd.read_parquet(path)
-    assert list(df.columns) == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
-    row = df.iloc[0]
+    write_parquet_rows(path, rows["train"])
+    assert pq.read_schema(path).names == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    back = read_parquet_rows(path)
+    assert back == rows["train"]  # lists and dicts, not numpy arrays: what the stages compare and dump as JSON
+    row = back[0]
     assert row["data_source"] == "audiobook"
     messages = list(row["prompt"])
     assert [m["role"] for m in messages] == ["system", "user"]

@@ -7,9 +7,9 @@ import json
 import re
 import shutil
 
-import pandas as pd
 import pytest
 
+from audiobook_rl.files import read_parquet_rows
 from audiobook_rl.sweep import read_run, render_index
 from conftest import STORY, snakemake
 
@@ -62,9 +62,9 @@ def test_two_runs_build_separate_trees_in_one_checkout(tmp_path):
         (tmp_path / f"{name}.yaml").write_text(f"{{corpus: novel.txt, run_name: {name}, split: {{seed: {seed}}}}}")
         snakemake(tmp_path, f"results/runs/{name}/{DATA}", "--cores", "2", "--configfile", str(tmp_path / f"{name}.yaml"))
     assert not (tmp_path / "results/slices.jsonl").exists()  # nothing in the un-named tree
-    val = {name: pd.read_parquet(tmp_path / f"results/runs/{name}/{DATA}") for name in "ab"}
+    val = {name: read_parquet_rows(tmp_path / f"results/runs/{name}/{DATA}") for name in "ab"}
     assert all(len(v) == 4 for v in val.values())
-    ids = {name: set(v["extra_info"].map(lambda e: e["slice_id"])) for name, v in val.items()}
+    ids = {name: {row["extra_info"]["slice_id"] for row in v} for name, v in val.items()}
     assert ids["a"] != ids["b"]  # different split seeds: each run kept its own split
     for name in "ab":
         assert (tmp_path / f"logs/runs/{name}/split_dataset.log").is_file()

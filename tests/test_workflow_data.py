@@ -3,9 +3,9 @@
 import json
 import shutil
 
-import pandas as pd
 import pytest
 
+from audiobook_rl.files import read_parquet_rows
 from conftest import REPO, STORY, planned_rules, snakemake, write_config
 
 TARGET = "results/data/val.parquet"
@@ -25,8 +25,8 @@ def test_builds_slices_labels_and_parquet(built):
     slices = [json.loads(line) for line in (built / "results/slices.jsonl").read_text().splitlines()]
     labels = [json.loads(line) for line in (built / "results/labels.jsonl").read_text().splitlines()]
     assert len(slices) == len(labels) == 20
-    assert len(pd.read_parquet(built / "results/data/train.parquet")) == 16
-    assert len(pd.read_parquet(built / "results/data/val.parquet")) == 4
+    assert len(read_parquet_rows(built / "results/data/train.parquet")) == 16
+    assert len(read_parquet_rows(built / "results/data/val.parquet")) == 4
     assert (built / "logs/label_slices.log").read_text().count("labeled:") >= 1
 
 

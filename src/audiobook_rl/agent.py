@@ -59,7 +59,7 @@ class Task:
 
     @classmethod
     def from_row(cls, row: dict) -> "Task":
-        """Read a dataset row as written by split_dataset (also after pandas/pyarrow round trips)."""
+        """Read a dataset row as written by split_dataset (also as verl's dataset hands it over)."""
         extra = row["extra_info"]
         aliases = extra.get("aliases") or "{}"
         return cls(

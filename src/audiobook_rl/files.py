@@ -60,3 +60,28 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
 def read_jsonl(path: str | Path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+# Parquet is read and written by path, in the calling thread. Handing Arrow a Python file object
+# (what ``pandas.read_parquet`` does) lets Arrow's I/O threads call back into Python; a pool thread
+# still alive when the interpreter finalises aborts the process ("terminate called without an
+# active exception", exit 134) after the stage's work is done, about one run in ten. With a native
+# path, no pre-buffering and no thread pool, no Arrow thread ever holds Python state.
+
+
+def read_parquet_rows(path: str | Path, columns: list[str] | None = None) -> list[dict]:
+    """The rows of a parquet file as plain Python values (dicts, lists, str, int, float)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(os.fspath(path), columns=columns, use_threads=False, pre_buffer=False)
+    return table.to_pylist()
+
+
+def write_parquet_rows(path: str | Path, rows: list[dict]) -> None:
+    """Write ``rows`` (dicts of plain values) as one parquet table, atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, os.fspath(tmp))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
 import sys
 import time
 from typing import Callable
@@ -40,6 +42,25 @@ def run(main: Callable, smk) -> None:
         log.exception("rule %s failed unexpectedly", smk.rule)
         raise
     log.info("rule %s done in %.1f s", smk.rule, time.monotonic() - started)
+    leave_after_success()
+
+
+def leave_after_success() -> None:
+    """End the process with status 0 once the stage's outputs are written.
+
+    A native library can crash while the interpreter tears itself down (a thread pool of Arrow,
+    CUDA or a tokenizer destroyed in the wrong order aborts with status 134). Snakemake would then
+    call a finished stage failed and delete its outputs. So, after success: run the Python exit
+    handlers (they shut down Ray, flush and close logs), flush the standard streams, and leave
+    through ``os._exit``, which skips the native teardown where such crashes happen.
+    """
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 class Progress:

@@ -15,7 +15,7 @@ from pathlib import Path
 __all__ = ["make_report", "TEMPLATE"]
 
 # The workflow imports .provenance while it parses the rules; the heavy modules (matplotlib,
-# pandas) are imported only when a report is made.
+# pyarrow) are imported only when a report is made.
 TEMPLATE = Path(__file__).with_name("template.html")
 
 

@@ -11,9 +11,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
 from ..errors import UserError
+from ..files import read_parquet_rows
 
 
 @dataclass
@@ -91,7 +90,7 @@ def read_val_ids(path: str | Path | None, problems: list[str]) -> tuple[list[str
     if not path:
         return [], {}
     try:
-        infos = list(pd.read_parquet(path, columns=["extra_info"])["extra_info"])
+        infos = [row["extra_info"] for row in read_parquet_rows(path, columns=["extra_info"])]
         ids = [str(info["slice_id"]) for info in infos]
     except (OSError, ValueError, KeyError, TypeError) as err:
         problems.append(f"{path} could not be read ({type(err).__name__}); the slice order comes from the scores.")
