@@ -52,6 +52,15 @@ def test_engine_and_sampling_arguments():
     greedy = sampling_args(0.0, 1024, seed=3)
     assert greedy["temperature"] == 0.0 and "seed" not in greedy and greedy["max_tokens"] == 1024
     assert sampling_args(0.7, 16, seed=3)["seed"] == 3
+    assert (greedy["top_p"], greedy["top_k"]) == (1.0, -1)  # vLLM writes "no top-k" as -1
+
+
+def test_nucleus_and_top_k_reach_vllms_sampling_params(tokenizer):
+    prompts = AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
+    llm = FakeLLM(tokenizer, ["draft", "final"])
+    chat = VLLMChat(llm, tokenizer, FakeSamplingParams, seed=0)
+    run_episodes([Task("s1", "林青道：“走吧。”", [], {})], chat, prompts, temperature=0.7, max_tokens=64, top_p=0.9, top_k=40)
+    assert [(c[1].kwargs["top_p"], c[1].kwargs["top_k"]) for c in llm.calls] == [(0.9, 40), (0.9, 40)]
 
 
 def test_both_roles_run_through_vllm_with_chat_template_prompts(tokenizer):

@@ -153,3 +153,10 @@ def test_agent_lightning_accepts_the_dict(tmp_path):
     algorithm = agl.VERL(build(ckpt=tmp_path))
     assert algorithm.config.actor_rollout_ref.rollout.agent.custom_async_server.name == "PatchedvLLMServer"
     assert algorithm.config.trainer.save_freq == 200
+
+
+def test_rollout_sampling_filters_reach_verls_vllm_settings(tmp_path):
+    cfg = check_verl_config(build_verl_config(train(top_p=0.9, top_k=40), N_TRAIN, MODEL, tmp_path))
+    assert (cfg.actor_rollout_ref.rollout.top_p, cfg.actor_rollout_ref.rollout.top_k) == (0.9, 40)
+    off = build(train(top_p=1.0, top_k=0))["actor_rollout_ref"]["rollout"]
+    assert (off["top_p"], off["top_k"]) == (1.0, -1)  # vLLM writes "no top-k" as -1

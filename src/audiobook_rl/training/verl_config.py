@@ -77,6 +77,9 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
                 "mode": "async",
                 "n": rollout["n"],
                 "temperature": rollout["temperature"],
+                # The agent sends the same filters with each request; verl's own calls use these.
+                "top_p": rollout["top_p"],
+                "top_k": rollout["top_k"] if rollout["top_k"] > 0 else -1,  # vLLM: -1 = no top-k
                 "tensor_model_parallel_size": 1,  # 1.5B fits one GPU: one vLLM replica per GPU
                 "gpu_memory_utilization": v["gpu_memory_utilization"],
                 "log_prob_micro_batch_size_per_gpu": v["log_prob_micro_batch_size_per_gpu"],
