@@ -26,7 +26,7 @@ PROVIDERS = {
     ("train.reward", "openai"): "openai",
 }
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "zhipuai": "ZHIPUAI_API_KEY", "openai": "OPENAI_API_KEY"}
-INSTALL = "install the GPU environment (envs/gpu.yaml, or pip install -r requirements/gpu.lock)"
+INSTALL = "install the GPU environment (envs/gpu.yaml or pip install -r requirements/gpu.txt)"
 FLASH_ATTN_INSTALL = "install it after torch with: pip install flash-attn==2.8.3 --no-build-isolation"
 VLLM_MIN, VLLM_BELOW = Version("0.10.2"), Version("0.11")
 # OpenTelemetry >= 1.45 binds the exporter endpoint at construction, which Agent Lightning 0.3.0
