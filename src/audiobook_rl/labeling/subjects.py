@@ -31,7 +31,8 @@ LEAD_WORDS = (
     "数内", "内中", "其中", "当时", "那时", "当日", "当晚", "当夜", "次日", "次早", "至晚", "少刻", "须臾",
     "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见",
     "这时", "此时", "当下", "于是", "随即", "接着", "然后", "忽然", "突然", "猛然", "只是",
-    "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有",
+    "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
+    "这边", "那边", "两边",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
 )  # fmt: skip
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
@@ -60,8 +61,8 @@ PERSON_HEADS = (
     "牢子", "节级", "都头", "头领", "好汉", "将军", "伴当", "门子", "道士", "长老", "行者", "近侍", "内侍", "童子",
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
-    "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "汉", "厮", "人", "者", "官", "吏", "卒", "兵", "将", "僧", "侍",
-    "童", "女", "婆", "丁", "保", "客", "士", "使",
+    "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "汉", "厮", "人",
+    "者", "官", "吏", "卒", "兵", "将", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
 NOT_NAMES = {
@@ -272,14 +273,17 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
     for start in _descriptor_starts(clause, relative_only):
         opener = _OPENER.match(clause, start).group(0)
         rest = clause[start + len(opener) :]
-        if opener and names.name_at(rest, 0):
-            return names.name_at(rest, 0)  # 那张三 → 张三
-        titled = opener and _titled_name(rest, names)
+        titled = opener and _titled_name(rest, names, strict=False)
         if titled:
-            return titled  # 有统军长子兀颜延寿 → 兀颜延寿
+            return titled  # 有统军长子兀颜延寿 → 兀颜延寿, 那梢公船火儿张横 → 张横
+        if (opener or start) and names.name_at(rest, 0):
+            return names.name_at(rest, 0)  # 那张三 → 张三, 两边众邻舍 → 众邻舍
         head = _head_prefix(rest)
         if head and not (opener or start) and "的" in head:
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor
+        tail = rest[len(head) :] if head else ""
+        if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail):
+            return tail  # 贼将滕戣，…: a clause that is only a title and a name
         if head and names.name_at(rest, len(head)):
             return names.name_at(rest, len(head))  # 这店的掌柜老邓 → 老邓
         # Without an opener, a one-character noun ends only a short word (殿头官喝道, not 埋怨推官道).
@@ -307,7 +311,7 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield picked.end()
         yield 0
     # After a place phrase (后面一个近侍指道, 阵面上军士们), a relative clause (送饭的那个人), or a
-    # verb of appearing (走出七八个军汉).
+    # verb of appearing (走出七八个军汉, 坐着一个人).
     for i in range(1, min(len(clause), 10)):
         before, at = clause[:i], clause[i:]
         opener = re.match(rf"[{_NUMERAL}]+(?:个|名|位)|那伙|这伙|那个|这个|那|这|有", at)
@@ -317,17 +321,18 @@ def _descriptor_starts(clause: str, relative_only: bool):
             continue
         elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and 2 <= i <= 5:
             yield i
-        elif opener and (before[-1] in "出来" or (len(opener.group(0)) > 1 and not any(ch in STOP for ch in before))):
+        elif opener and (before[-1] in "出来着" or (len(opener.group(0)) > 1 and not any(ch in STOP for ch in before))):
             yield i
 
 
-def _titled_name(clause: str, names: Names) -> str | None:
+def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
     """A title before a known name (军师吴用 → 吴用, 太尉洪信 → 洪信), but not a verb before it
-    (塞到裴寒山手里)."""
+    (塞到裴寒山手里). After a demonstrative any words without a verb may stand before the name
+    (那梢公船火儿张横)."""
     word = _span(clause, 8)
     for i in range(2, min(len(word) - 1, 6)):
         name = names.name_at(word, i)
-        if name and word[i - 1] in _TITLE_ENDS and not any(ch in STOP for ch in word[:i]):
+        if name and (word[i - 1] in _TITLE_ENDS or not strict) and not any(ch in STOP for ch in word[:i]):
             return name
     return None
 
