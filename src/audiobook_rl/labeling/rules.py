@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import Lexicon, build_lexicon
-from .subjects import COLLECTIVES, PRONOUNS, LISTENER_MARKERS, name_before_verb, strip_lead, subject
+from .subjects import COLLECTIVES, LISTENER_MARKERS, PERSON_HEADS, PRONOUNS, name_before_verb, strip_lead, subject
 
 UNKNOWN_SPEAKER = "某人"
 _SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
@@ -252,7 +252,9 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
 
 def _resolve(name: str, state: _State) -> str:
     if name in COLLECTIVES:
-        return state.group or name
+        # 二人 are the last names seen together, or the last group described (两个牌军…。两个道).
+        described = state.last_subject and state.last_subject.endswith(PERSON_HEADS)
+        return state.group or (state.last_subject if described else name)
     if name in PRONOUNS:
         return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER
     return name

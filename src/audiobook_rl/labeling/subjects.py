@@ -18,7 +18,7 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 STOP = set(
     "对向问与和跟朝冲同给替把让被将道说曰叫喝骂嚷喊笑叹怒哭惊急喜冷低沉轻柔颤厉苦微暗寻想心"
     "连忙齐也又都便却只才就站转拍看望指盯瞪听见点摇抬回答应走上下起坐伸拱抱躬挥拔提放接端举按"
-    "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀并亦乃遂再自声竟像"
+    "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀并亦乃遂再自声竟像拜"
 )
 # Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
 _EARLY_STOP = set("道说曰问笑喝叫骂叹")
@@ -32,7 +32,7 @@ LEAD_WORDS = (
     "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见",
     "这时", "此时", "当下", "于是", "随即", "接着", "然后", "忽然", "突然", "猛然", "只是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边",
+    "这边", "那边", "两边", "又见", "早见",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
 )  # fmt: skip
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
@@ -51,8 +51,8 @@ COLLECTIVES = (
     "他两个", "他二人", "他三个", "他三人", "弟兄两个", "夫妻两个", "二人", "两人", "两个", "三人", "三个", "二位", "三位",
 )  # fmt: skip
 # Demonstratives and quantities that open a descriptor (那汉子, 两个公人, 那七个客人, 那伙人).
-_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百]+(?:个|名|位|员|条|对|起)|个|位|伙|些)?")
-_NUMERAL = "一二三四五六七八九十两几数百"
+_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起)?|个|位|伙|些)?")
+_NUMERAL = "一二三四五六七八九十两几数百千"
 # Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
 PERSON_HEADS = (
     "汉子", "大汉", "壮士", "妇人", "女子", "婆子", "婆娘", "婆婆", "老儿", "老子", "老汉", "老人", "后生", "和尚",
@@ -61,8 +61,9 @@ PERSON_HEADS = (
     "牢子", "节级", "都头", "头领", "好汉", "将军", "伴当", "门子", "道士", "长老", "行者", "近侍", "内侍", "童子",
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
-    "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "汉", "厮", "人",
-    "者", "官", "吏", "卒", "兵", "将", "僧", "童", "女", "婆", "保", "客", "士", "使",
+    "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
+    "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
 NOT_NAMES = {
@@ -77,6 +78,12 @@ _BODY_OR_PLACE = set("身背面旁手眼心脸口家")
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
 # What is left of a clause after its subject when the subject stands right before the verb.
 _VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$")
+# What follows a name in a speech tag: an adverb, or a listener, then the verb (邬梨对全灵说道).
+_AFTER_NAME = re.compile(
+    r"^(?:[又便却也都就只才已正仍还再亦乃遂][\u4e00-\u9fff]{0,2}?|[对向与问和][\u4e00-\u9fff]{1,5}?)"
+    r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
+)
+_PASSIVE = set("被吃")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 # A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
@@ -124,7 +131,7 @@ def candidate(clause: str) -> str | None:
     clause = strip_lead(clause)
     if clause.startswith(PRONOUNS + COLLECTIVES) or _addressed(clause):
         return None
-    opener = _OPENER.match(clause).group(0)
+    opener = _opener(clause)
     rest = clause[len(opener) :]
     head = _head_prefix(rest) if opener else None
     if head:
@@ -147,6 +154,15 @@ def _addressed(clause: str) -> bool:
     return len(word) < 2 or not _VERB_ONLY.match(clause[len(word) :])
 
 
+def _opener(clause: str, pos: int = 0) -> str:
+    """The demonstrative or number that opens a descriptor at ``pos``. A number without a measure
+    word counts only before a person noun (三五百人, but 三阮 is a name)."""
+    opener = _OPENER.match(clause, pos).group(0)
+    if opener and opener[-1] in _NUMERAL + "余来多" and not _head_prefix(clause[pos + len(opener) :]):
+        opener = opener[:1] if opener[0] in "有那这" else ""
+    return opener
+
+
 def _span(text: str, limit: int = 4) -> str:
     i = 0
     while i < len(text) and i < limit and _CJK.match(text[i]) and text[i] not in (_EARLY_STOP if i < 2 else STOP):
@@ -158,8 +174,8 @@ def _plausible(word: str) -> bool:
     return (
         len(word) >= 2
         and word[0] not in _NUMERAL
-        and word[0] != word[1]  # 看看天色, 慢慢地: adverbs
-        and not (len(word) > 2 and word[-1] in _LOCATIVE)  # 班部丛中: a place
+        and not (len(word) > 2 and word[0] == word[1])  # 看看天色, 慢慢地: adverbs (but 娘娘, 哥哥)
+        and not (len(word) > 2 and word[-1] in "里中上下边处")  # 班部丛中: a place (but 小衙内)
         and word not in NOT_NAMES
         and not _TIME_PHRASE.search(word)
     )
@@ -173,6 +189,8 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     followed by an adverb is a name (王观察又捉了… → 王观察).
     """
     clause = strip_lead(clause)
+    if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
+        clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
     if not clause or not _CJK.match(clause[0]):
         return None
     for word in COLLECTIVES:
@@ -189,8 +207,11 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         # may open a relative clause before the subject (送饭的那个人来请道).
         return _descriptor(clause, names, verb_clause=False, relative_only=True)
     word = _unknown_span(clause)
+    if verb_clause:
+        # A name may hold a stop character (乔道清又奏道); what follows it shows where it ends.
+        word = next((clause[:k] for k in (4, 3, 2) if _AFTER_NAME.match(clause[k:]) and _name_shaped(clause[:k])), word)
     rest = clause[len(word) :]
-    confirmed = (verb_clause and _VERB_ONLY.match(rest)) or (first and rest[:1] in _AFTER_SUBJECT)
+    confirmed = (verb_clause and (_VERB_ONLY.match(rest) or _AFTER_NAME.match(rest))) or (first and rest[:1] in _AFTER_SUBJECT)
     described = _descriptor(clause, names, verb_clause=verb_clause)
     if described:
         return described
@@ -243,6 +264,8 @@ def _names_at(clause: str, names: Names) -> str | None:
 def _head_prefix(text: str, limit: int = 8) -> str | None:
     """The longest start of ``text`` that ends in a person noun (的 allowed inside: 挑酒的汉子)."""
     end = 0
+    if text[:1] == "的":
+        return None
     for i, ch in enumerate(text[:limit]):
         if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2):
             break  # (a noun may grow by two characters: 汉 → 汉子, not 军士 → 军士们递相厮)
@@ -266,12 +289,12 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
     """A descriptor subject, without its demonstrative or quantity (那挑酒的汉子 → 挑酒的汉子).
 
     It may follow a place phrase (后面一个近侍, 对面松林里那伙客人) or the group it is picked from
-    (那军汉中一个军校 → 军校). Without an opener, a person noun of one character is trusted only
-    right before the speech verb (殿头官喝道, 中书省院官出班启奏), so that verbs such as 杀人 are
-    not taken.
+    (那军汉中一个军校 → 军校). Without an opener, one that ends in a one-character noun is trusted
+    only right before the speech verb (殿头官喝道, 中书省院官出班启奏), so that verbs such as 杀人
+    are not taken.
     """
     for start in _descriptor_starts(clause, relative_only):
-        opener = _OPENER.match(clause, start).group(0)
+        opener = _opener(clause, start)
         rest = clause[start + len(opener) :]
         titled = opener and _titled_name(rest, names, strict=False)
         if titled:
@@ -286,9 +309,8 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
             return tail  # 贼将滕戣，…: a clause that is only a title and a name
         if head and names.name_at(rest, len(head)):
             return names.name_at(rest, len(head))  # 这店的掌柜老邓 → 老邓
-        # Without an opener, a one-character noun ends only a short word (殿头官喝道, not 埋怨推官道).
         before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
-        if head and (opener or start or head.endswith(_LONG_HEADS) or before_verb):
+        if head and (opener or start or before_verb or _plain_descriptor(head)):
             if len(head) >= 2:
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
             if opener:
@@ -298,9 +320,18 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
             after = rest[nominal + 1 :]
             if nominal >= 2 and after[:1] in _EARLY_STOP:
                 return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
-            if 2 <= len(after) <= 3 and all(_CJK.match(ch) for ch in after):
+            if 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
                 return after  # 那个唱的玉兰 → 玉兰
     return None
+
+
+def _plain_descriptor(head: str) -> bool:
+    """Without an opener or a speech verb right after it, a descriptor is trusted only when it is a
+    person noun alone (近侍), after a place (巷口酒店里酒保) or after a surname (王观察) — not a verb
+    and its object (会集诸多番将)."""
+    noun = max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
+    before = head[: -len(noun)]
+    return len(noun) > 1 and (not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in _SURNAMES)
 
 
 def _descriptor_starts(clause: str, relative_only: bool):
@@ -311,17 +342,17 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield picked.end()
         yield 0
     # After a place phrase (后面一个近侍指道, 阵面上军士们), a relative clause (送饭的那个人), or a
-    # verb of appearing (走出七八个军汉, 坐着一个人).
+    # verb of appearing (走出七八个军汉, 坐着一个人, 拥上三五百人).
     for i in range(1, min(len(clause), 10)):
-        before, at = clause[:i], clause[i:]
-        opener = re.match(rf"[{_NUMERAL}]+(?:个|名|位)|那伙|这伙|那个|这个|那|这|有", at)
+        before = clause[:i]
+        opener = _opener(clause, i)
         if before[-1] == "的" and opener:
             yield i
         elif relative_only:
             continue
         elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and 2 <= i <= 5:
             yield i
-        elif opener and (before[-1] in "出来着" or (len(opener.group(0)) > 1 and not any(ch in STOP for ch in before))):
+        elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP for ch in before))):
             yield i
 
 
