@@ -109,7 +109,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
 SHUIHU_NAMES = Lexicon(
     names={
         "宋江", "吴用", "李逵", "黑旋风", "戴宗", "燕青", "雷横", "朱仝", "鲁达", "郑屠", "李助", "王庆", "军汉",
-        "黄信", "花荣", "公孙胜", "罗真人", "庞万春", "晁盖", "王公", "太公", "客人", "汉子", "张三", "史进",
+        "黄信", "花荣", "公孙胜", "罗真人", "庞万春", "晁盖", "王公", "太公", "客人", "汉子", "张三", "史进", "卢俊义",
     }
 )  # fmt: skip
 
@@ -138,6 +138,15 @@ def test_manner_words_before_the_verb_are_not_names():
     assert speakers(text) == ["张顺", "婆子"]
     story = "　　陆青崖斟了一碗酒，端着走到老和尚面前，恭恭敬敬地道：“大师，天寒地冻。”老和尚合十道：“阿弥陀佛。”"
     assert [s for s, _ in quotes(story, Lexicon(names={"陆青崖"}))] == ["陆青崖", "老和尚"]
+
+
+def test_the_subject_of_a_passive_or_of_a_verb_of_appearing_speaks():
+    assert speakers("　　便起身要下楼。吃那婆子拦住道：“押司不要使这科段。”") == ["婆子"]
+    assert speakers("　　史文恭再回旧路，又转过玉麒麟卢俊义来，喝一声：“强贼待走那里去！”") == ["卢俊义"]
+    assert speakers("　　只见东北角树上，坐着一个人，听的叫声：“着！”") == ["一个人"]
+    assert speakers("　　江岸边早拥上三五百人在柳阴树下看。都道：“这黑大汉今番却着道儿。”") == ["三五百人"]
+    assert speakers("　　贼将滕戣，看见是女子，拍马出阵，大笑道：“宋江等真是草寇！”") == ["滕戣"]
+    assert speakers("　　李逵道：“老娘，且待过岭去。”娘道：“我日中吃了些干饭。”") == ["李逵", "娘"]
 
 
 def test_descriptor_speakers_are_not_resolved_to_a_listener_or_a_nearby_name():
@@ -170,10 +179,12 @@ def test_people_sent_or_spoken_to_are_not_the_next_speaker():
 def test_groups_speak_as_the_names_they_stand_for():
     assert speakers("　　宋江、吴用见说，大惊道：“此间只隔得五里远近。”") == ["宋江、吴用"]
     assert speakers("　　宋江、戴宗见了，吃了一惊。二人答道：“正是。”") == ["宋江、戴宗"]
+    assert speakers("　　次日，两个牌军又去他亲戚之家访问。两个恐怕连累，只得去首告：“王教头在逃。”") == ["牌军"]
 
 
 def test_quoted_words_that_nobody_says_are_read_by_the_narrator():
     text = "　　马上来的将军，号旗上写的分明：“巡哨都头领没羽箭张清。”琼英听了“宿世姻缘”四字，羞赧无地。"
+    text += "引军皂旗上书银字：“大将曲利出清”，跃马阵前搦战。"
     script = RuleLabeler(SHUIHU_NAMES).label_text(text)
     assert all(s.speaker == NARRATOR for s in script)
     assert "巡哨都头领没羽箭张清。" in [s.content for s in script]
@@ -183,6 +194,8 @@ def test_quoted_words_that_nobody_says_are_read_by_the_narrator():
 def test_lexicon_keeps_names_not_the_words_around_them():
     tags = "　　那人便道：“走。”那人便道：“走。”军师吴用道：“好。”军师吴用道：“好。”吴用道：“是。”吴用道：“是。”"
     tags += "九纹龙史进道：“来。”九纹龙史进道：“来。”史进道：“去。”史进道：“去。”那汉子道：“嗯。”那汉子道：“嗯。”"
+    tags += "闻焕章道：“是。”王定六道：“好。”王定六道：“好。”王定道：“走。”高声喝道：“住！”"
     names = build_lexicon(tags).names
-    assert {"吴用", "史进", "汉子"} <= names
-    assert not names & {"人便", "军师吴用", "九纹龙史", "九纹龙史进", "那汉子"}
+    # 闻焕章 is tagged once, right before the verb; 王定 is a cut 王定六, 高声 a manner word.
+    assert {"吴用", "史进", "汉子", "闻焕章", "王定六"} <= names
+    assert not names & {"人便", "军师吴用", "九纹龙史", "九纹龙史进", "那汉子", "王定", "高声"}

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .subjects import candidate
+from .subjects import STOP, candidate, name_shaped
 
 ALIAS_PATTERNS = (
     # 人称“断水刀”的萧断水 / 江湖上人称断水刀的萧断水
@@ -44,28 +44,43 @@ class Lexicon:
 
 
 def tag_clauses(text: str):
-    """Yield the subject clause of every speech tag: the first clause of the sentence that ends in
-    ``…道：“`` (林青站起身来，笑道：“ → 林青站起身来), and the clause of a tag after a quote (”林青道。)."""
+    """Yield (clause, direct) for the subject clause of every speech tag: the first clause of the
+    sentence that ends in ``…道：“`` (林青站起身来，笑道：“ → 林青站起身来; direct when it is the
+    verb's own clause: 林青笑道：“), and the clause of a tag after a quote (”林青道。, direct)."""
     for match in re.finditer(r"([^。！？!?“”\n]{1,60}?)[：:，,]?(?=“)", text):
         clauses = re.split(r"[，,；;、]", match.group(1).strip())
         if re.search(r"(道|说|问|曰|叫|喝|嚷|喊|想)$", clauses[-1].rstrip("：:，, ")):
-            yield clauses[0]
+            yield clauses[0], len(clauses) == 1
     for match in re.finditer(r"”([^。！？!?“”\n，,]{1,12}?(?:道|说|问))[。，,！!]", text):
-        yield match.group(1)
+        yield match.group(1), True
 
 
 def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     """Collect speaker names (seen at least ``min_count`` times in tags) and aliases from ``text``."""
     counts: Counter[str] = Counter()
-    for clause in tag_clauses(text):
+    direct: Counter[str] = Counter()
+    for clause, right_before_verb in tag_clauses(text):
         word = candidate(clause)
         if word:
             counts[word] += 1
+            direct[word] += right_before_verb
     words = {w for w, c in counts.items() if c >= min_count}
     # Drop a candidate that is a known name plus leftovers ("林青大" when "林青" is known), or a
     # verb, title or nickname before a known name (看着武松, 军师吴用, 九纹龙史进).
     starts = {w[:k] for w in words for k in range(1, len(w))}
     names = {w for w in words if not any(part in words for part in _proper_parts(w)) and not _cut_short(w, starts)}
+    # A name tagged fewer times is kept when it stands right before the verb, looks like a name
+    # (闻焕章道：“) and is no part of a known name, nor holds one (王定 beside 王定六).
+    starts |= {w[:k] for w in names for k in range(1, len(w))}
+    names |= {
+        w
+        for w in direct
+        if len(w) <= 3
+        and name_shaped(w)
+        and not any(ch in STOP for ch in w[1:])  # (高声喝道)
+        and w not in starts
+        and not any(part in names for part in _proper_parts(w))
+    }
     lexicon = Lexicon(names=names)
     for pattern in ALIAS_PATTERNS:
         for match in pattern.finditer(text):

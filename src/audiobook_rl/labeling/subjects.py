@@ -62,7 +62,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "使臣", "牌军", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -84,6 +84,9 @@ _AFTER_NAME = re.compile(
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
+_KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
+# Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
+_APPEARING = ("转过", "转出", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "走过", "赶上")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 # A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
@@ -191,6 +194,10 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     clause = strip_lead(clause)
     if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
         clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
+    if clause.startswith(_APPEARING):
+        appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
+        if appearing:
+            return appearing
     if not clause or not _CJK.match(clause[0]):
         return None
     for word in COLLECTIVES:
@@ -209,7 +216,7 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     word = _unknown_span(clause)
     if verb_clause:
         # A name may hold a stop character (乔道清又奏道); what follows it shows where it ends.
-        word = next((clause[:k] for k in (4, 3, 2) if _AFTER_NAME.match(clause[k:]) and _name_shaped(clause[:k])), word)
+        word = next((clause[:k] for k in (4, 3, 2) if _AFTER_NAME.match(clause[k:]) and name_shaped(clause[:k])), word)
     rest = clause[len(word) :]
     confirmed = (verb_clause and (_VERB_ONLY.match(rest) or _AFTER_NAME.match(rest))) or (first and rest[:1] in _AFTER_SUBJECT)
     described = _descriptor(clause, names, verb_clause=verb_clause)
@@ -219,12 +226,12 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if titled:
         return titled
     perceiving = first and rest[:1] in _PERCEIVING
-    if confirmed and _plausible(word) and (_name_shaped(word) or perceiving) and not _holds_name(word, names):
+    if confirmed and _plausible(word) and (name_shaped(word) or perceiving) and not _holds_name(word, names):
         return word  # a name the novel rarely tags: 贺统军道 → 贺统军, 皇叔方垕听了大怒 → 皇叔方垕
     return None
 
 
-def _name_shaped(word: str) -> bool:
+def name_shaped(word: str) -> bool:
     return word[-1] not in _LOCATIVE and (word[0] in _SURNAMES or word.startswith(_COMPOUND_SURNAMES))
 
 
@@ -310,7 +317,7 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
         if head and names.name_at(rest, len(head)):
             return names.name_at(rest, len(head))  # 这店的掌柜老邓 → 老邓
         before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
-        if head and (opener or start or before_verb or _plain_descriptor(head)):
+        if head and (opener or before_verb or _plain_descriptor(head)):
             if len(head) >= 2:
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
             if opener:
@@ -322,6 +329,8 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
                 return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
             if 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
                 return after  # 那个唱的玉兰 → 玉兰
+    if verb_clause and clause[:1] in _KIN and _VERB_ONLY.match(clause[1:]):
+        return clause[0]  # 娘道
     return None
 
 
