@@ -18,7 +18,7 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 STOP = set(
     "对向问与和跟朝冲同给替把让被将道说曰叫喝骂嚷喊笑叹怒哭惊急喜冷低沉轻柔颤厉苦微暗寻想心"
     "连忙齐也又都便却只才就站转拍看望指盯瞪听见点摇抬回答应走上下起坐伸拱抱躬挥拔提放接端举按"
-    "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀并亦乃遂再自声竟像拜"
+    "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀并亦乃遂再自声竟像拜是"
 )
 # Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
 _EARLY_STOP = set("道说曰问笑喝叫骂叹")
@@ -30,9 +30,9 @@ _PERCEIVING = set("听见看")
 LEAD_WORDS = (
     "数内", "内中", "其中", "当时", "那时", "当日", "当晚", "当夜", "次日", "次早", "至晚", "少刻", "须臾",
     "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见",
-    "这时", "此时", "当下", "于是", "随即", "接着", "然后", "忽然", "突然", "猛然", "只是",
+    "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边", "又见", "早见",
+    "这边", "那边", "两边",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
 )  # fmt: skip
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
@@ -51,7 +51,7 @@ COLLECTIVES = (
     "他两个", "他二人", "他三个", "他三人", "弟兄两个", "夫妻两个", "二人", "两人", "两个", "三人", "三个", "二位", "三位",
 )  # fmt: skip
 # Demonstratives and quantities that open a descriptor (那汉子, 两个公人, 那七个客人, 那伙人).
-_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起)?|个|位|伙|些)?")
+_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班)?|个|位|伙|些)?")
 _NUMERAL = "一二三四五六七八九十两几数百千"
 # Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
 PERSON_HEADS = (
@@ -62,7 +62,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "使臣", "牌军", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -75,6 +75,10 @@ NOT_NAMES = {
 _TIME_PHRASE = re.compile(r"(?:时|间|罢|时分|日)$|^(?:酒至|正在|第)")
 _LOCATIVE = set("里上中前后边外内下面处")
 _BODY_OR_PLACE = set("身背面旁手眼心脸口家")
+# Two-character places before a subject (外面有人叫道); longer ones are recognised by their last
+# character, shorter ones could be a verb and its direction (脱下王班直身上锦袄).
+_PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前", "门里", "帐前", "帐下", "阶下", "堂上", "厅上", "楼上", "楼下",
+           "城上", "城中", "两边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上"}  # fmt: skip
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
 # What is left of a clause after its subject when the subject stands right before the verb.
 _VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$")
@@ -194,6 +198,8 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     clause = strip_lead(clause)
     if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
         clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
+    if verb_clause and clause.startswith(("又见", "早见", "见")):
+        clause = clause[2:] if clause[1] == "见" else clause[1:]  # 又见殿帅孙安上殿启奏
     if clause.startswith(_APPEARING):
         appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
         if appearing:
@@ -311,7 +317,7 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
         head = _head_prefix(rest)
         if head and not (opener or start) and "的" in head:
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor
-        tail = rest[len(head) :] if head else ""
+        tail = rest[len(head) :] if head and _plain_descriptor(head) else ""
         if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail):
             return tail  # 贼将滕戣，…: a clause that is only a title and a name
         if head and names.name_at(rest, len(head)):
@@ -359,7 +365,7 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield i
         elif relative_only:
             continue
-        elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and 2 <= i <= 5:
+        elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and (before in _PLACES or 3 <= i <= 5):
             yield i
         elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP for ch in before))):
             yield i
