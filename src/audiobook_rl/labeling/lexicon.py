@@ -25,6 +25,7 @@ ALIAS_PATTERNS = (
 class Lexicon:
     names: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> the name it stands for
+    _pattern: tuple = field(default=(None, None), repr=False, compare=False)  # (size, regex) of names_in
 
     def name_at(self, text: str, pos: int = 0) -> str | None:
         """The longest known name starting at ``pos``."""
@@ -35,6 +36,14 @@ class Lexicon:
                 best = word
                 break
         return best
+
+    def names_in(self, text: str):
+        """The known names in ``text``, left to right, as regex matches (the longest at each place)."""
+        key = (len(self.names), len(self.aliases))
+        if self._pattern[0] != key:
+            words = sorted(self.names | set(self.aliases), key=len, reverse=True)
+            self._pattern = (key, re.compile("|".join(map(re.escape, words)) or "(?!)"))
+        return self._pattern[1].finditer(text)
 
     def canonical(self, name: str) -> str:
         return self.aliases.get(name, name)

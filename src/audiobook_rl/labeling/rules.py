@@ -175,6 +175,10 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State) -> list[Se
             speaker = _named_after(after, lexicon)
         if speaker == UNKNOWN_SPEAKER:
             speaker = state.mentioned or UNKNOWN_SPEAKER
+        if speaker in (_vocative(text, lexicon), _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)):
+            # Nobody calls himself by name at the start of his own line (“郓哥，你把去…”), nor
+            # speaks to himself in his own tag (便问庄客：“…”).
+            speaker = next((s for s in (state.other_speaker(), state.last_subject) if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))
@@ -262,11 +266,8 @@ def _resolve(name: str, state: _State) -> str:
 
 def _last_name(sentence: str, lexicon: Lexicon) -> str | None:
     """The last known name in a sentence that is not spoken to (日光照在裴寒山脸上 → 裴寒山)."""
-    for i in range(len(sentence) - 2, 0, -1):
-        name = lexicon.name_at(sentence, i)
-        if name and sentence[i - 1] not in LISTENER_MARKERS:
-            return name
-    return lexicon.name_at(sentence, 0)
+    found = [m.group() for m in lexicon.names_in(sentence) if not m.start() or sentence[m.start() - 1] not in LISTENER_MARKERS]
+    return found[-1] if found else None
 
 
 def _named_after(after: str, lexicon: Lexicon) -> str:
@@ -285,6 +286,12 @@ def _named_after(after: str, lexicon: Lexicon) -> str:
         if name and name not in PRONOUNS + COLLECTIVES:
             return name
     return UNKNOWN_SPEAKER
+
+
+def _vocative(content: str, lexicon: Lexicon) -> str | None:
+    """The name a quote opens by calling (“郓哥，…” → 郓哥)."""
+    name = lexicon.name_at(content, 0)
+    return name if name and content[len(name) : len(name) + 1] in ("，", "！", ",", "!") else None
 
 
 def _listener(clause: str, lexicon: Lexicon) -> str | None:

@@ -35,11 +35,13 @@ LEAD_WORDS = (
     "这边", "那边", "两边",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
 )  # fmt: skip
+# Any run of lead words that leaves something after it.
+_LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
 LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻")
 # Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
 ADDRESS_VERBS = (
-    "分付", "吩咐", "嘱咐", "嘱付", "埋怨", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
+    "分付", "吩咐", "嘱咐", "嘱付", "埋怨", "大骂", "痛骂", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
     "劝", "谢", "拜", "告", "禀", "骂", "喝骂", "喝", "问", "谓", "对", "向", "与", "和", "跟", "朝", "同",
     "把", "教", "令", "着", "差", "使", "命", "扶起", "拖过", "揪住", "推开", "邀请", "留住", "送与", "见了", "看了",
     "听了",
@@ -53,6 +55,7 @@ COLLECTIVES = (
 # Demonstratives and quantities that open a descriptor (那汉子, 两个公人, 那七个客人, 那伙人).
 _OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班)?|个|位|伙|些)?")
 _NUMERAL = "一二三四五六七八九十两几数百千"
+_OPENER_FIRST = set("有那这个位伙些" + _NUMERAL)
 # Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
 PERSON_HEADS = (
     "汉子", "大汉", "壮士", "妇人", "女子", "婆子", "婆娘", "婆婆", "老儿", "老子", "老汉", "老人", "后生", "和尚",
@@ -62,7 +65,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -118,15 +121,7 @@ class Names(Protocol):
 def strip_lead(clause: str) -> str:
     """The clause without the lead words that open it (当下只见宋江 → 宋江)."""
     clause = clause.strip(" \t　”’")
-    stripped = True
-    while stripped:
-        stripped = False
-        for word in LEAD_WORDS:
-            if clause.startswith(word) and len(clause) > len(word):
-                clause = clause[len(word) :]
-                stripped = True
-                break
-    return clause
+    return clause[_LEADS.match(clause).end() :]
 
 
 def candidate(clause: str) -> str | None:
@@ -152,9 +147,9 @@ def candidate(clause: str) -> str | None:
 def _addressed(clause: str) -> bool:
     """The clause opens with a verb of address, so a name in it is spoken to. Some of these are
     also surnames: a name right before the speech verb that starts with one speaks (谢宁道)."""
-    verb = next((v for v in ADDRESS_VERBS if clause.startswith(v)), None)
-    if not verb:
+    if not clause.startswith(ADDRESS_VERBS):
         return False
+    verb = next(v for v in ADDRESS_VERBS if clause.startswith(v))
     if verb not in _SURNAME_LIKE:
         return True
     word = _span(clause)
@@ -170,11 +165,20 @@ def _opener(clause: str, pos: int = 0) -> str:
     return opener
 
 
-def _span(text: str, limit: int = 4) -> str:
+def _span(text: str, limit: int = 4, title: bool = False) -> str:
+    """The start of ``text`` up to a stop character (``title``: 将 may end a title, 先锋将韩滔)."""
     i = 0
-    while i < len(text) and i < limit and _CJK.match(text[i]) and text[i] not in (_EARLY_STOP if i < 2 else STOP):
+    while i < len(text) and i < limit and _CJK.match(text[i]):
+        stop = text[i] in (_EARLY_STOP if i < 2 else STOP) and not _inner_verb(text, i)
+        if stop and not (title and text[i] == "将"):
+            break
         i += 1
     return text[:i]
+
+
+def _inner_verb(text: str, i: int) -> bool:
+    """道 or 说 second in a name, with the name going on after it (乔道清道 is 乔道清)."""
+    return i == 1 and text[i] in "道说" and i + 2 < len(text) and _CJK.match(text[i + 1]) is not None and text[i + 1] not in STOP
 
 
 def _plausible(word: str) -> bool:
@@ -198,18 +202,22 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     clause = strip_lead(clause)
     if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
         clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
-    if verb_clause and clause.startswith(("又见", "早见", "见")):
-        clause = clause[2:] if clause[1] == "见" else clause[1:]  # 又见殿帅孙安上殿启奏
+    if clause[:1] == "众" and clause[1:2] in "皆都齐各尽一":
+        return "众人"  # 众皆起身道
+    seeing = next((w for w in ("又见", "早见", "见") if verb_clause and clause.startswith(w)), "")
+    clause = clause[len(seeing) :]  # 又见殿帅孙安上殿启奏
+    place = next((p for p in _PLACES if clause.startswith(p) and clause[len(p) :].startswith(_APPEARING)), "")
+    clause = clause[len(place) :]  # 帐前走过燕青禀道
     if clause.startswith(_APPEARING):
         appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
         if appearing:
             return appearing
     if not clause or not _CJK.match(clause[0]):
         return None
-    for word in COLLECTIVES:
+    for word in COLLECTIVES if clause.startswith(COLLECTIVES) else ():
         if clause.startswith(word) and not (names.name_at(clause, len(word)) or _head_prefix(clause[len(word) :])):
             return word  # 二人道 (but 两个公人道 is a descriptor)
-    pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None)
+    pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None) if clause.startswith(PRONOUNS) else None
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
     name = _names_at(clause, names)
@@ -359,6 +367,8 @@ def _descriptor_starts(clause: str, relative_only: bool):
     # After a place phrase (后面一个近侍指道, 阵面上军士们), a relative clause (送饭的那个人), or a
     # verb of appearing (走出七八个军汉, 坐着一个人, 拥上三五百人).
     for i in range(1, min(len(clause), 10)):
+        if clause[i] not in _OPENER_FIRST and clause[i - 1] not in _LOCATIVE:
+            continue
         before = clause[:i]
         opener = _opener(clause, i)
         if before[-1] == "的" and opener:
@@ -375,10 +385,10 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
     """A title before a known name (军师吴用 → 吴用, 太尉洪信 → 洪信), but not a verb before it
     (塞到裴寒山手里). After a demonstrative any words without a verb may stand before the name
     (那梢公船火儿张横)."""
-    word = _span(clause, 8)
+    word = _span(clause, 8, title=True)
     for i in range(2, min(len(word) - 1, 6)):
         name = names.name_at(word, i)
-        if name and (word[i - 1] in _TITLE_ENDS or not strict) and not any(ch in STOP for ch in word[:i]):
+        if name and (word[i - 1] in _TITLE_ENDS or not strict) and not any(ch in STOP - {"将"} for ch in word[:i]):
             return name
     return None
 
