@@ -77,7 +77,9 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     # Drop a candidate that is a known name plus leftovers ("林青大" when "林青" is known), or a
     # verb, title or nickname before a known name (看着武松, 军师吴用, 九纹龙史进).
     starts = {w[:k] for w in words for k in range(1, len(w))}
-    names = {w for w in words if not any(part in words for part in _proper_parts(w)) and not _cut_short(w, starts)}
+    # Five characters is the length limit of a candidate: such a word is a title or nickname with
+    # a name (左丞相娄敏中, 九纹龙史进), kept only to rule out the words inside it.
+    names = {w for w in words if len(w) < 5 and not any(part in words for part in _proper_parts(w))}
     # A name tagged fewer times is kept when it stands right before the verb, looks like a name
     # (闻焕章道：“) and is no part of a known name, nor holds one (王定 beside 王定六).
     starts |= {w[:k] for w in names for k in range(1, len(w))}
@@ -112,11 +114,6 @@ def _proper_parts(word: str):
     for start in range(2, len(word) - 1):
         for end in range(start + 2, len(word) + 1):
             yield word[start:end]
-
-
-def _cut_short(word: str, starts: set[str]) -> bool:
-    """A nickname before a name cut at the length limit (母夜叉孙二 for 母夜叉孙二娘)."""
-    return len(word) == 5 and any(word[i:] in starts for i in range(2, 5))
 
 
 def _known_prefix(word: str, names: set[str]) -> str | None:

@@ -65,7 +65,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -91,6 +91,7 @@ _AFTER_NAME = re.compile(
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
+_UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
 _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
 _APPEARING = ("转过", "转出", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "走过", "赶上")
@@ -223,6 +224,9 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     name = _names_at(clause, names)
     if name:
         return name
+    group = _UNKNOWN_GROUP.match(clause) if verb_clause else None
+    if group and all(name_shaped(w) for w in group.groups()) and _VERB_ONLY.match(clause[group.end() :]):
+        return "、".join(group.groups())  # 王禀、赵谭骂道
     if (clause[0] in LISTENER_MARKERS and names.name_at(clause, 1)) or _addressed(clause):
         # 与燕青道, 分付戴宗道: the subject was left out, the name is the listener; but a verb
         # may open a relative clause before the subject (送饭的那个人来请道).
@@ -243,6 +247,10 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if confirmed and _plausible(word) and (name_shaped(word) or perceiving) and not _holds_name(word, names):
         return word  # a name the novel rarely tags: 贺统军道 → 贺统军, 皇叔方垕听了大怒 → 皇叔方垕
     return None
+
+
+def _surnamed(word: str) -> bool:
+    return len(word) >= 2 and (word[0] in _SURNAMES or word.startswith(_COMPOUND_SURNAMES)) and not any(ch in STOP for ch in word)
 
 
 def name_shaped(word: str) -> bool:
@@ -330,6 +338,9 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
             return tail  # 贼将滕戣，…: a clause that is only a title and a name
         if head and names.name_at(rest, len(head)):
             return names.name_at(rest, len(head))  # 这店的掌柜老邓 → 老邓
+        titled = verb_clause and head and _named_before_verb(rest[len(head) :])
+        if titled:
+            return titled  # 左丞相娄敏中出班启奏 → 娄敏中
         before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
         if head and (opener or before_verb or _plain_descriptor(head)):
             if len(head) >= 2:
@@ -346,6 +357,11 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
     if verb_clause and clause[:1] in _KIN and _VERB_ONLY.match(clause[1:]):
         return clause[0]  # 娘道
     return None
+
+
+def _named_before_verb(text: str) -> str | None:
+    """A word shaped like a name right before the speech verb (娄敏中出班启奏 → 娄敏中)."""
+    return next((text[:k] for k in (3, 2) if _surnamed(text[:k]) and _VERB_ONLY.match(text[k:])), None)
 
 
 def _plain_descriptor(head: str) -> bool:
