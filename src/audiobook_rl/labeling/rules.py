@@ -65,6 +65,7 @@ _TENSE_NARRATION = re.compile(r"杀|刀光|剑光|血|惨叫|厮杀|劈|砍|刺|
 class _State:
     recent: list[str] = field(default_factory=list)  # distinct quote speakers, most recent last
     last_subject: str | None = None  # one person: what 他 and an omitted subject refer to
+    earlier_subject: str | None = None  # the one before it
     group: str | None = None  # the last names seen together (宋江、吴用): what 二人 refers to
     mentioned: str | None = None  # the last name seen anywhere in an earlier sentence
     mentioned_now: str | None = None  # … and in the sentence just read
@@ -80,8 +81,8 @@ class _State:
     def saw(self, subject: str) -> None:
         if "、" in subject:
             self.group = subject
-        else:
-            self.last_subject = subject
+        elif subject != self.last_subject:
+            self.earlier_subject, self.last_subject = self.last_subject, subject
 
     def other_speaker(self) -> str | None:
         return self.recent[-2] if len(self.recent) >= 2 else None
@@ -178,7 +179,8 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State) -> list[Se
         if speaker in (_vocative(text, lexicon), _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)):
             # Nobody calls himself by name at the start of his own line (“郓哥，你把去…”), nor
             # speaks to himself in his own tag (便问庄客：“…”).
-            speaker = next((s for s in (state.other_speaker(), state.last_subject) if s and s != speaker), UNKNOWN_SPEAKER)
+            others = (state.other_speaker(), state.last_subject, state.earlier_subject)
+            speaker = next((s for s in others if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))

@@ -32,7 +32,7 @@ LEAD_WORDS = (
     "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见",
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边",
+    "这边", "那边", "两边", "部下", "手下", "帐下", "麾下",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
 )  # fmt: skip
 # Any run of lead words that leaves something after it.
@@ -41,7 +41,7 @@ _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True
 LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻")
 # Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
 ADDRESS_VERBS = (
-    "分付", "吩咐", "嘱咐", "嘱付", "埋怨", "大骂", "痛骂", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
+    "分付", "吩咐", "嘱咐", "嘱付", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
     "劝", "谢", "拜", "告", "禀", "骂", "喝骂", "喝", "问", "谓", "对", "向", "与", "和", "跟", "朝", "同",
     "把", "教", "令", "着", "差", "使", "命", "扶起", "拖过", "揪住", "推开", "邀请", "留住", "送与", "见了", "看了",
     "听了",
@@ -207,8 +207,9 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         return "众人"  # 众皆起身道
     seeing = next((w for w in ("又见", "早见", "见") if verb_clause and clause.startswith(w)), "")
     clause = clause[len(seeing) :]  # 又见殿帅孙安上殿启奏
-    place = next((p for p in _PLACES if clause.startswith(p) and clause[len(p) :].startswith(_APPEARING)), "")
-    clause = clause[len(place) :]  # 帐前走过燕青禀道
+    place = next((i + 1 for i in range(1, 4) if clause[i : i + 1] in _LOCATIVE and clause[i + 1 :].startswith(_APPEARING)
+                  and not any(ch in STOP for ch in clause[:i])), 0)
+    clause = clause[place:]  # 帐前走过燕青禀道, 班部中转出兀颜统军
     if clause.startswith(_APPEARING):
         appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
         if appearing:
@@ -241,6 +242,11 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if described:
         return described
     titled = _titled_name(clause, names)
+    if not titled and first:
+        # A place or title before a name in subject position (大辽郎主听了大怒 → 郎主).
+        loose = _titled_name(clause, names, strict=False)
+        after = clause[clause.find(loose) + len(loose) :] if loose else ""
+        titled = loose if after[:1] in _AFTER_SUBJECT else None
     if titled:
         return titled
     perceiving = first and rest[:1] in _PERCEIVING
@@ -329,7 +335,7 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
         if titled:
             return titled  # 有统军长子兀颜延寿 → 兀颜延寿, 那梢公船火儿张横 → 张横
         if (opener or start) and names.name_at(rest, 0):
-            return names.name_at(rest, 0)  # 那张三 → 张三, 两边众邻舍 → 众邻舍
+            return _names_at(rest, names)  # 那张三 → 张三, 那张三、李四 → 张三、李四, 两边众邻舍 → 众邻舍
         head = _head_prefix(rest)
         if head and not (opener or start) and "的" in head:
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor
