@@ -36,7 +36,7 @@ _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
 # narrator quotes, and a name or phrase quoted inside a sentence (听了“宿世姻缘”四字).
 _WRITTEN = re.compile(
     r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
-    r"|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道)[：:，,]?$"
+    r"|大字道|小字道|字道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道)[：:，,]?$"
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")

@@ -65,7 +65,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "主人家", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -94,7 +94,7 @@ _PASSIVE = set("被吃")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
 _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
-_APPEARING = ("转过", "转出", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "走过", "赶上")
+_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "走过", "赶上")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 # A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
@@ -185,7 +185,7 @@ def _inner_verb(text: str, i: int) -> bool:
 def _plausible(word: str) -> bool:
     return (
         len(word) >= 2
-        and word[0] not in _NUMERAL
+        and (word[0] not in _NUMERAL or word[1] in _SURNAMES)  # (三阮: the three Ruan brothers)
         and not (len(word) > 2 and word[0] == word[1])  # 看看天色, 慢慢地: adverbs (but 娘娘, 哥哥)
         and not (len(word) > 2 and word[-1] in "里中上下边处")  # 班部丛中: a place (but 小衙内)
         and word not in NOT_NAMES
@@ -337,8 +337,8 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
         if (opener or start) and names.name_at(rest, 0):
             return _names_at(rest, names)  # 那张三 → 张三, 那张三、李四 → 张三、李四, 两边众邻舍 → 众邻舍
         head = _head_prefix(rest)
-        if head and not (opener or start) and "的" in head:
-            head = None  # 凑近身后的大汉: a verb and its object, not a descriptor
+        if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
+            head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
         tail = rest[len(head) :] if head and _plain_descriptor(head) else ""
         if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail):
             return tail  # 贼将滕戣，…: a clause that is only a title and a name
@@ -353,6 +353,8 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
             if opener:
                 return opener + head  # 那人, 那汉: one character alone names nobody
+        if opener and opener[-1] in _NUMERAL and rest[:1] == "将":
+            return opener + "将"  # 身边一将指道
         nominal = rest.find("的", 1, 5)
         if opener and not head and nominal > 0:
             after = rest[nominal + 1 :]
@@ -376,7 +378,9 @@ def _plain_descriptor(head: str) -> bool:
     and its object (会集诸多番将)."""
     noun = max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
     before = head[: -len(noun)]
-    return len(noun) > 1 and (not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in _SURNAMES)
+    return len(noun) > 1 and (
+        not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in _SURNAMES or before in _COMPOUND_SURNAMES
+    )
 
 
 def _descriptor_starts(clause: str, relative_only: bool):
