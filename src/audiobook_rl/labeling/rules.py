@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 
 from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import Lexicon, build_lexicon
-from .subjects import COLLECTIVES, LISTENER_MARKERS, PERSON_HEADS, PRONOUNS, name_before_verb, strip_lead, subject
+from .subjects import (
+    COLLECTIVES,
+    LISTENER_MARKERS,
+    PERSON_HEADS,
+    PRONOUNS,
+    name_before_verb,
+    names_at_start,
+    strip_lead,
+    subject,
+)
 
 UNKNOWN_SPEAKER = "某人"
 _SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
@@ -36,10 +45,11 @@ _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
 # narrator quotes, and a name or phrase quoted inside a sentence (听了“宿世姻缘”四字).
 _WRITTEN = re.compile(
     r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
-    r"|大字道|小字道|字道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道)[：:，,]?$"
+    r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道)[：:，,]?$"
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
+_STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 
 # (pattern in the tag clause, tone, intensity): the first match wins.
 VERB_TONES = (
@@ -191,9 +201,11 @@ def _not_speech(before: str, content: str, after: str) -> bool:
     before = before.rstrip(" \t　")
     if _WRITTEN.search(before):
         return True
-    # A quote inside a running sentence, without a speech verb before it or a tag after it.
-    inline = before.strip() and not re.search(r"[。！？!?…”]$", before) and not _SPEECH_BEFORE.search(before)
-    return bool(inline and not _PUNCTUATED.search(content) and not _AFTER_TAG.match(after.lstrip()))
+    # A short quote without punctuation, with no speech verb before it nor a tag after it: a name
+    # or phrase being quoted (听了“宿世姻缘”四字, 望“圣水”“神火”军中, 再说“没羽箭”张清).
+    spoken_before = _SPEECH_BEFORE.search(before) and not _STORY_TURN.search(before)
+    short = len(content) <= 8 and not _PUNCTUATED.search(content)
+    return bool(short and not spoken_before and not _AFTER_TAG.match(after.lstrip()))
 
 
 def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
@@ -291,9 +303,12 @@ def _named_after(after: str, lexicon: Lexicon) -> str:
 
 
 def _vocative(content: str, lexicon: Lexicon) -> str | None:
-    """The name a quote opens by calling (“郓哥，…” → 郓哥)."""
-    name = lexicon.name_at(content, 0)
-    return name if name and content[len(name) : len(name) + 1] in ("，", "！", ",", "!") else None
+    """The name a quote opens by calling (“郓哥，…” → 郓哥, “黑旋风李逵，…” → 李逵)."""
+    name = names_at_start(content, lexicon)
+    if not name or "、" in name:
+        return None
+    end = content.find(name) + len(name)
+    return name if content[end : end + 1] in ("，", "！", ",", "!") else None
 
 
 def _listener(clause: str, lexicon: Lexicon) -> str | None:

@@ -65,7 +65,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "主人家", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "主人家", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -276,6 +276,11 @@ def _unknown_span(clause: str) -> str:
     return "" if any(a == b for a, b in zip(word, word[1:])) else word
 
 
+def names_at_start(text: str, names: Names) -> str | None:
+    """The known name ``text`` opens with, after a nickname or title if any (黑旋风李逵 → 李逵)."""
+    return _names_at(text, names)
+
+
 def _names_at(clause: str, names: Names) -> str | None:
     """A known name at the start. A nickname or title before a name gives the name (黑旋风李逵 →
     李逵), a role after it stays (林冲娘子); names joined by 、 give the group (宋江、吴用)."""
@@ -334,8 +339,12 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
         titled = opener and _titled_name(rest, names, strict=False)
         if titled:
             return titled  # 有统军长子兀颜延寿 → 兀颜延寿, 那梢公船火儿张横 → 张横
-        if (opener or start) and names.name_at(rest, 0):
-            return _names_at(rest, names)  # 那张三 → 张三, 那张三、李四 → 张三、李四, 两边众邻舍 → 众邻舍
+        known = names.name_at(rest, 0)
+        if (opener or start) and known and rest[len(known) : len(known) + 1] not in _LOCATIVE:
+            return _names_at(rest, names)  # 那张三 → 张三, 那张三、李四 → 张三、李四 (but 那船头上…: a place)
+        relative = rest.find("的", 1, 9) if opener else -1
+        if relative > 0 and not any(ch in "，," for ch in rest[:relative]) and _head_prefix(rest[relative + 1 :]):
+            return _shortened(_head_prefix(rest[relative + 1 :]), names)  # 那船头上横叉的大汉 → 大汉
         head = _head_prefix(rest)
         if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
@@ -401,7 +410,9 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield i
         elif relative_only:
             continue
-        elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and (before in _PLACES or 3 <= i <= 5):
+        elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and (
+            before in _PLACES or 3 <= i <= 5 or (i == 2 and clause[i] == "有")  # 山下有人来报
+        ):
             yield i
         elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP for ch in before))):
             yield i
