@@ -109,7 +109,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
 SHUIHU_NAMES = Lexicon(
     names={
         "宋江", "吴用", "李逵", "黑旋风", "戴宗", "燕青", "雷横", "朱仝", "鲁达", "郑屠", "李助", "王庆", "军汉",
-        "黄信", "花荣", "公孙胜", "罗真人", "庞万春", "晁盖", "王公", "太公", "客人", "汉子", "张三", "史进", "卢俊义",
+        "黄信", "花荣", "公孙胜", "罗真人", "庞万春", "晁盖", "王公", "太公", "客人", "汉子", "张三", "史进", "卢俊义", "郓哥",
     }
 )  # fmt: skip
 
@@ -156,6 +156,7 @@ def test_descriptor_speakers_are_not_resolved_to_a_listener_or_a_nearby_name():
     assert speakers("　　武松吃罢饭。只见送饭的那个人来请道：“请都头去那壁房里安歇。”") == ["那个人"]
     assert speakers("　　宋江在门缝里张时，只听得外面有人叫：“开庄门！”") == ["有人"]
     assert speakers("　　宋江又听得那太公问道：“小郎，你那里去来？”") == ["太公"]
+    assert speakers("　　那船头上横叉的大汉便喝道：“前面是甚么梢公？”") == ["大汉"]
 
 
 def test_a_missing_speaker_is_taken_from_the_next_lines_not_left_as_a_placeholder():
@@ -176,6 +177,14 @@ def test_people_sent_or_spoken_to_are_not_the_next_speaker():
     assert speakers(text) == ["宋江", "宋江"]
 
 
+def test_nobody_speaks_to_himself():
+    # The line calls 郓哥 and the next tag is 郓哥's: still the line is not his.
+    text = "　　便去身边取五两来银子，道：“郓哥，你把去与老爹做盘缠。”郓哥自心里想道：“这五两银子。”"
+    assert speakers(text) == [UNKNOWN_SPEAKER, "郓哥"]
+    # The one a tag asks is not the one who asks.
+    assert speakers("　　宋江问了地名。便问庄客：“柴大官人在庄上也不？”庄客答道：“不在。”") == ["宋江", "庄客"]
+
+
 def test_groups_speak_as_the_names_they_stand_for():
     assert speakers("　　宋江、吴用见说，大惊道：“此间只隔得五里远近。”") == ["宋江、吴用"]
     assert speakers("　　宋江、戴宗见了，吃了一惊。二人答道：“正是。”") == ["宋江、戴宗"]
@@ -184,7 +193,8 @@ def test_groups_speak_as_the_names_they_stand_for():
 
 def test_quoted_words_that_nobody_says_are_read_by_the_narrator():
     text = "　　马上来的将军，号旗上写的分明：“巡哨都头领没羽箭张清。”琼英听了“宿世姻缘”四字，羞赧无地。"
-    text += "引军皂旗上书银字：“大将曲利出清”，跃马阵前搦战。"
+    text += "引军皂旗上书银字：“大将曲利出清”，跃马阵前搦战。降下冰雹，望“圣水”“神火”军中乱打下来。"
+    text += "再说“没羽箭”张清同琼英去了。《推背图》上道：“十千加一点，冬尽始称尊。”"
     script = RuleLabeler(SHUIHU_NAMES).label_text(text)
     assert all(s.speaker == NARRATOR for s in script)
     assert "巡哨都头领没羽箭张清。" in [s.content for s in script]

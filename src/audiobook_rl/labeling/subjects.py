@@ -343,8 +343,10 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
         if (opener or start) and known and rest[len(known) : len(known) + 1] not in _LOCATIVE:
             return _names_at(rest, names)  # 那张三 → 张三, 那张三、李四 → 张三、李四 (but 那船头上…: a place)
         relative = rest.find("的", 1, 9) if opener else -1
-        if relative > 0 and not any(ch in "，," for ch in rest[:relative]) and _head_prefix(rest[relative + 1 :]):
-            return _shortened(_head_prefix(rest[relative + 1 :]), names)  # 那船头上横叉的大汉 → 大汉
+        noun = rest[relative + 1 :] if relative > 0 else ""
+        if _head_prefix(noun):
+            head = _head_prefix(noun)  # 那船头上横叉的大汉 → 大汉, 这店的掌柜老邓 → 老邓
+            return names.name_at(noun, len(head)) or _shortened(head, names)
         head = _head_prefix(rest)
         if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
