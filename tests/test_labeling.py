@@ -110,6 +110,7 @@ SHUIHU_NAMES = Lexicon(
     names={
         "宋江", "吴用", "李逵", "黑旋风", "戴宗", "燕青", "雷横", "朱仝", "鲁达", "郑屠", "李助", "王庆", "军汉",
         "黄信", "花荣", "公孙胜", "罗真人", "庞万春", "晁盖", "王公", "太公", "客人", "汉子", "张三", "史进", "卢俊义", "郓哥",
+        "龚端", "阮小七", "石秀", "孙立",
     }
 )  # fmt: skip
 
@@ -131,6 +132,9 @@ def test_name_span_leaves_out_demonstratives_numbers_and_the_words_around_it():
     assert speakers("　　问其来故，浦文英说道：“闻知天师提兵去和宋兵战。”") == ["浦文英"]
     assert speakers("　　王观察又捉了两家邻舍并房主人，同到州衙厅上回话道：“鲁提辖惧罪在逃。”") == ["王观察"]
     assert speakers("　　闻焕章道：“他是在下同窗朋友。”") == ["闻焕章"]
+    # 大怒 after a name no list knows is the verb's, not the name's.
+    assert speakers("　　龚端见是黄达，大骂道：“贼亡八！”黄达大怒骂道：“捣你娘的肠子！”") == ["龚端", "黄达"]
+    assert speakers("　　那耶律得重奏道：“宋朝童子皇帝，差调宋江领兵前来征讨。”") == ["耶律得重"]
 
 
 def test_manner_words_before_the_verb_are_not_names():
@@ -157,6 +161,16 @@ def test_descriptor_speakers_are_not_resolved_to_a_listener_or_a_nearby_name():
     assert speakers("　　宋江在门缝里张时，只听得外面有人叫：“开庄门！”") == ["有人"]
     assert speakers("　　宋江又听得那太公问道：“小郎，你那里去来？”") == ["太公"]
     assert speakers("　　那船头上横叉的大汉便喝道：“前面是甚么梢公？”") == ["大汉"]
+    # A crew member answers his captain; a stranger who stops the crowd speaks, not the crowd.
+    text = "　　却叫水手道：“你且掇一瓶御酒过来。”阮小七道：“怎地好？”水手道：“船梢头有一桶白酒在那里。”"
+    assert speakers(text) == ["阮小七", "阮小七", "水手"]
+    text = "　　宋江等已掣剑在手，都欲自刎，猛见一个人走向前来，止住众人道：“休要如此，众人勿忧。”"
+    assert speakers(text) == ["一个人"]
+    # A troop appears, the man at its head shouts.
+    text = "　　山背后撞出一彪人马，当先拥出病尉迟孙立，拦住去路，厉声高叫：“我等你多时，好好下马受缚！”"
+    assert speakers(text) == ["孙立"]
+    # The one seen coming is the one who speaks (宋江看时，见石秀…).
+    assert speakers("　　宋江看时，见石秀拈着口刀，奔到马前道：“哥哥休慌，兄弟已知路了。”") == ["石秀"]
 
 
 def test_a_missing_speaker_is_taken_from_the_next_lines_not_left_as_a_placeholder():
@@ -209,3 +223,6 @@ def test_lexicon_keeps_names_not_the_words_around_them():
     # 闻焕章 is tagged once, right before the verb; 王定 is a cut 王定六, 高声 a manner word.
     assert {"吴用", "史进", "汉子", "闻焕章", "王定六"} <= names
     assert not names & {"人便", "军师吴用", "九纹龙史", "九纹龙史进", "那汉子", "王定", "高声"}
+    # Tagged once: a four-character name with a two-character surname, a name before 大怒.
+    names = build_lexicon("　　那耶律得重奏道：“臣请死！”黄达大怒骂道：“贼！”").names
+    assert {"耶律得重", "黄达"} <= names and "黄达大" not in names

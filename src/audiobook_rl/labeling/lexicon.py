@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .subjects import LISTENER_MARKERS, STOP, candidate, name_shaped
+from .subjects import COMPOUND_SURNAMES, LISTENER_MARKERS, STOP, candidate, name_shaped
 
 ALIAS_PATTERNS = (
     # 人称“断水刀”的萧断水 / 江湖上人称断水刀的萧断水
@@ -86,7 +86,7 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     names |= {
         w
         for w in direct
-        if len(w) <= 3
+        if (len(w) <= 3 or w.startswith(COMPOUND_SURNAMES))  # (耶律得重)
         and name_shaped(w)
         and not any(ch in STOP for ch in w[1:])  # (高声喝道)
         and not (len(w) == 2 and w[0] in LISTENER_MARKERS)  # (只闻人说道)

@@ -226,10 +226,13 @@ def _clauses(sentence: str) -> list[str]:
 
 def _sentence_subject(sentence: str | list[str], lexicon: Lexicon) -> str | None:
     """The subject nearest the end of a sentence (or of its clauses): the last clause that opens
-    with one."""
+    with one (or with a person seen: 看时，见石秀…)."""
     clauses = _clauses(sentence) if isinstance(sentence, str) else sentence
     for k in range(len(clauses) - 1, -1, -1):
-        name = subject(clauses[k], lexicon, first=k == 0)
+        clause = clauses[k]
+        if k and clause.startswith("见") and clauses[k - 1].endswith(("看时", "看")):
+            clause = clause[1:]  # 宋江看时，见石秀拈着口刀，…: the one seen acts next
+        name = subject(clause, lexicon, first=k == 0)
         if name:
             return name
     return None

@@ -20,6 +20,8 @@ STOP = set(
     "连忙齐也又都便却只才就站转拍看望指盯瞪听见点摇抬回答应走上下起坐伸拱抱躬挥拔提放接端举按"
     "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀并亦乃遂再自声竟像拜是"
 )
+# 大 before one of these is the verb's (黄达大怒骂道, 秦明大叫), never a name's.
+_STRONG_VERBS = set("怒喜惊笑叫骂哭喝呼")
 # Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
 _EARLY_STOP = set("道说曰问笑喝叫骂叹")
 # After these a word is a subject even when no name list knows it (王观察又捉了… → 王观察).
@@ -29,10 +31,10 @@ _PERCEIVING = set("听见看")
 # Words that open a clause without being its subject; stripped again and again (当下只见 …).
 LEAD_WORDS = (
     "数内", "内中", "其中", "当时", "那时", "当日", "当晚", "当夜", "次日", "次早", "至晚", "少刻", "须臾",
-    "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见",
+    "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边", "部下", "手下", "帐下", "麾下",
+    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
 )  # fmt: skip
 # Any run of lead words that leaves something after it.
@@ -53,7 +55,7 @@ COLLECTIVES = (
     "他两个", "他二人", "他三个", "他三人", "弟兄两个", "夫妻两个", "二人", "两人", "两个", "三人", "三个", "二位", "三位",
 )  # fmt: skip
 # Demonstratives and quantities that open a descriptor (那汉子, 两个公人, 那七个客人, 那伙人).
-_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班)?|个|位|伙|些)?")
+_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班|彪|簇|枝|支)?|个|位|伙|些)?")
 _NUMERAL = "一二三四五六七八九十两几数百千"
 _OPENER_FIRST = set("有那这个位伙些" + _NUMERAL)
 # Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
@@ -65,7 +67,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "主人家", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "主人家", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -94,7 +96,7 @@ _PASSIVE = set("被吃")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
 _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
-_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "走过", "赶上")
+_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 # A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
@@ -107,7 +109,7 @@ _SURNAMES = set(
     "甘厉武符刘詹龙叶黎蓟宿白蒲邰鄂索赖卓蔺屠蒙乔胥翟谭姬申冉郦雍濮牛寿扈燕冀浦柴瞿阎慕茹艾"
     "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏"
 )
-_COMPOUND_SURNAMES = (
+COMPOUND_SURNAMES = (
     "欧阳", "公孙", "呼延", "慕容", "司马", "上官", "诸葛", "皇甫", "尉迟", "东方", "令狐", "宇文", "长孙", "独孤",
     "夏侯", "耶律", "兀颜", "完颜", "西门", "南宫",
 )  # fmt: skip
@@ -170,11 +172,16 @@ def _span(text: str, limit: int = 4, title: bool = False) -> str:
     """The start of ``text`` up to a stop character (``title``: 将 may end a title, 先锋将韩滔)."""
     i = 0
     while i < len(text) and i < limit and _CJK.match(text[i]):
-        stop = text[i] in (_EARLY_STOP if i < 2 else STOP) and not _inner_verb(text, i)
+        stop = (text[i] in (_EARLY_STOP if i < 2 else STOP) and not _inner_verb(text, i)) or _strong_verb(text, i)
         if stop and not (title and text[i] == "将"):
             break
         i += 1
     return text[:i]
+
+
+def _strong_verb(text: str, i: int) -> bool:
+    """大 that opens 大怒, 大叫 … after a name (黄达大怒骂道)."""
+    return i >= 2 and text[i] == "大" and text[i + 1 : i + 2] in _STRONG_VERBS and text[i + 1 : i + 2] != ""
 
 
 def _inner_verb(text: str, i: int) -> bool:
@@ -232,11 +239,13 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         # 与燕青道, 分付戴宗道: the subject was left out, the name is the listener; but a verb
         # may open a relative clause before the subject (送饭的那个人来请道).
         return _descriptor(clause, names, verb_clause=False, relative_only=True)
-    word = _unknown_span(clause)
+    # An unknown name after 那 (那耶律得重奏道): the name without it.
+    bare = clause[1:] if clause[:1] == "那" and len(clause) > 2 and name_shaped(clause[1:]) else clause
+    word = _unknown_span(bare)
     if verb_clause:
         # A name may hold a stop character (乔道清又奏道); what follows it shows where it ends.
-        word = next((clause[:k] for k in (4, 3, 2) if _AFTER_NAME.match(clause[k:]) and name_shaped(clause[:k])), word)
-    rest = clause[len(word) :]
+        word = next((bare[:k] for k in (4, 3, 2) if _AFTER_NAME.match(bare[k:]) and name_shaped(bare[:k])), word)
+    rest = bare[len(word) :]
     confirmed = (verb_clause and (_VERB_ONLY.match(rest) or _AFTER_NAME.match(rest))) or (first and rest[:1] in _AFTER_SUBJECT)
     described = _descriptor(clause, names, verb_clause=verb_clause)
     if described:
@@ -256,11 +265,11 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
 
 
 def _surnamed(word: str) -> bool:
-    return len(word) >= 2 and (word[0] in _SURNAMES or word.startswith(_COMPOUND_SURNAMES)) and not any(ch in STOP for ch in word)
+    return len(word) >= 2 and (word[0] in _SURNAMES or word.startswith(COMPOUND_SURNAMES)) and not any(ch in STOP for ch in word)
 
 
 def name_shaped(word: str) -> bool:
-    return word[-1] not in _LOCATIVE and (word[0] in _SURNAMES or word.startswith(_COMPOUND_SURNAMES))
+    return word[-1] not in _LOCATIVE and (word[0] in _SURNAMES or word.startswith(COMPOUND_SURNAMES))
 
 
 def _unknown_span(clause: str) -> str:
@@ -270,7 +279,7 @@ def _unknown_span(clause: str) -> str:
     if not clause or clause[0] in STOP or not _CJK.match(clause[0]):
         return ""
     i = 1
-    while i < len(clause) and i < 4 and _CJK.match(clause[i]) and clause[i] not in STOP:
+    while i < len(clause) and i < 4 and _CJK.match(clause[i]) and clause[i] not in STOP and not _strong_verb(clause, i):
         i += 1
     word = clause[:i]
     return "" if any(a == b for a, b in zip(word, word[1:])) else word
@@ -309,8 +318,8 @@ def _head_prefix(text: str, limit: int = 8) -> str | None:
     for i, ch in enumerate(text[:limit]):
         if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2):
             break  # (a noun may grow by two characters: 汉 → 汉子, not 军士 → 军士们递相厮)
-        if text[: i + 1].endswith(PERSON_HEADS):
-            end = i + 1
+        if text[: i + 1].endswith(PERSON_HEADS) and text[i + 1 : i + 2] != "马":
+            end = i + 1  # (人马, 军马: a troop, not a person)
     return text[:end] or None
 
 
@@ -348,6 +357,8 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
             head = _head_prefix(noun)  # 那船头上横叉的大汉 → 大汉, 这店的掌柜老邓 → 老邓
             return names.name_at(noun, len(head)) or _shortened(head, names)
         head = _head_prefix(rest)
+        if head and not (opener or start) and "众" in head[1:]:
+            head = None  # 止住众人道: the crowd is spoken to
         if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
         tail = rest[len(head) :] if head and _plain_descriptor(head) else ""
@@ -390,7 +401,7 @@ def _plain_descriptor(head: str) -> bool:
     noun = max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
     before = head[: -len(noun)]
     return len(noun) > 1 and (
-        not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in _SURNAMES or before in _COMPOUND_SURNAMES
+        not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in _SURNAMES or before in COMPOUND_SURNAMES
     )
 
 
