@@ -135,6 +135,10 @@ def test_name_span_leaves_out_demonstratives_numbers_and_the_words_around_it():
     # 大怒 after a name no list knows is the verb's, not the name's.
     assert speakers("　　龚端见是黄达，大骂道：“贼亡八！”黄达大怒骂道：“捣你娘的肠子！”") == ["龚端", "黄达"]
     assert speakers("　　那耶律得重奏道：“宋朝童子皇帝，差调宋江领兵前来征讨。”") == ["耶律得重"]
+    assert speakers("　　宋江道：“但请放心。”凌振谢道：“若得头领如此周全，死而瞑目。”") == ["宋江", "凌振"]
+    # 都 and 便 open clauses as adverbs, but 都管 and 都头 are people.
+    assert speakers("　　杨志道：“如今须不比太平时节。”都管道：“今日天下怎地不太平？”") == ["杨志", "都管"]
+    assert speakers("　　宋江道：“兄弟。”都头道：“押司何往？”") == ["宋江", "都头"]
 
 
 def test_manner_words_before_the_verb_are_not_names():
@@ -169,6 +173,8 @@ def test_descriptor_speakers_are_not_resolved_to_a_listener_or_a_nearby_name():
     # A troop appears, the man at its head shouts.
     text = "　　山背后撞出一彪人马，当先拥出病尉迟孙立，拦住去路，厉声高叫：“我等你多时，好好下马受缚！”"
     assert speakers(text) == ["孙立"]
+    text = "　　向那御屏风背后，转出一大臣，紫袍象简，高声喝道：“四边狼烟未息，中间又起祸胎！”"
+    assert speakers(text) == ["大臣"]
     # The one seen coming is the one who speaks (宋江看时，见石秀…).
     assert speakers("　　宋江看时，见石秀拈着口刀，奔到马前道：“哥哥休慌，兄弟已知路了。”") == ["石秀"]
 
@@ -224,5 +230,5 @@ def test_lexicon_keeps_names_not_the_words_around_them():
     assert {"吴用", "史进", "汉子", "闻焕章", "王定六"} <= names
     assert not names & {"人便", "军师吴用", "九纹龙史", "九纹龙史进", "那汉子", "王定", "高声"}
     # Tagged once: a four-character name with a two-character surname, a name before 大怒.
-    names = build_lexicon("　　那耶律得重奏道：“臣请死！”黄达大怒骂道：“贼！”").names
-    assert {"耶律得重", "黄达"} <= names and "黄达大" not in names
+    names = build_lexicon("　　那耶律得重奏道：“臣请死！”黄达大怒骂道：“贼！”凌振谢道：“是。”凌振谢道：“是。”").names
+    assert {"耶律得重", "黄达", "凌振"} <= names and not names & {"黄达大", "凌振谢"}

@@ -20,8 +20,8 @@ STOP = set(
     "连忙齐也又都便却只才就站转拍看望指盯瞪听见点摇抬回答应走上下起坐伸拱抱躬挥拔提放接端举按"
     "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀并亦乃遂再自声竟像拜是"
 )
-# 大 before one of these is the verb's (黄达大怒骂道, 秦明大叫), never a name's.
-_STRONG_VERBS = set("怒喜惊笑叫骂哭喝呼")
+# Verbs that may follow a name directly without a stop character (黄达大怒骂道, 凌振谢道).
+_VERBS_AFTER_NAME = ("大怒", "大喜", "大惊", "大笑", "大叫", "大骂", "大哭", "大喝", "大呼", "谢道", "谢了")
 # Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
 _EARLY_STOP = set("道说曰问笑喝叫骂叹")
 # After these a word is a subject even when no name list knows it (王观察又捉了… → 王观察).
@@ -67,7 +67,7 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "主人家", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "主人家", "都管", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -124,7 +124,10 @@ class Names(Protocol):
 def strip_lead(clause: str) -> str:
     """The clause without the lead words that open it (当下只见宋江 → 宋江)."""
     clause = clause.strip(" \t　”’")
-    return clause[_LEADS.match(clause).end() :]
+    end = _LEADS.match(clause).end()
+    if end and clause[end - 1 : end + 1] in _LONG_HEADS:
+        end -= 1  # 都管道, 都头道: a person, not the adverb 都
+    return clause[end:]
 
 
 def candidate(clause: str) -> str | None:
@@ -180,8 +183,8 @@ def _span(text: str, limit: int = 4, title: bool = False) -> str:
 
 
 def _strong_verb(text: str, i: int) -> bool:
-    """大 that opens 大怒, 大叫 … after a name (黄达大怒骂道)."""
-    return i >= 2 and text[i] == "大" and text[i + 1 : i + 2] in _STRONG_VERBS and text[i + 1 : i + 2] != ""
+    """A verb such as 大怒 or 谢道 starts at ``i``, after a name (黄达大怒骂道, 凌振谢道)."""
+    return i >= 2 and text.startswith(_VERBS_AFTER_NAME, i)
 
 
 def _inner_verb(text: str, i: int) -> bool:
