@@ -7,8 +7,9 @@ quote are dropped unless ``--all`` is given (they have no speaker to check). The
 lexicon of the whole novel, as ``label_slices`` does. For every excerpt it checks that the contents,
 joined, give back the excerpt, and that narration and dialogue are told apart: no segment mixes
 quoted and unquoted text, every segment outside quotes is narration, and a quote is given to the
-narrator only when it is not speech (an inscription, a quoted name); those are counted apart. Then it prints each excerpt (with the text just before it, for the reader) and its quotes
-as ``s003.1  speaker  | quote``.
+narrator only when it is not speech (an inscription, a quoted name); those are counted apart. Then it
+prints each excerpt (with the text just before it, for the reader) and its quotes as
+``s003.1  speaker  | quote``.
 
 Speaker accuracy is measured by a person reading those lines. ``--answers`` scores a file of their
 verdicts: one line per quote, ``s003.1 name[|alias…]`` (``#`` starts a comment); a quote is right when
