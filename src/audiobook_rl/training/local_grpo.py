@@ -126,7 +126,9 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
         grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), settings["grad_clip"]))
         if not math.isfinite(grad_norm):
             # As verl does: a non-finite gradient would turn every weight into NaN; skip this step.
-            log.warning("non-finite gradient norm (%s): optimizer step skipped", grad_norm)
+            bad = [name for name, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+            log.warning("non-finite gradient norm (%s; loss %s; in %d tensors, first %s): optimizer step skipped",
+                        grad_norm, total, len(bad), bad[:3])
             stats["skipped_updates"].append(1.0)
             continue
         optimizer.step()
