@@ -221,6 +221,23 @@ def test_headline_says_no_clear_change_when_the_paired_interval_includes_0(tmp_p
     assert Page(html).row("step 10 ★ best")[-1] == "+0.013 (+2.8%)"
 
 
+def test_a_gain_below_the_smallest_change_is_no_clear_change(tmp_path):
+    # +0.007 on every slice: the paired interval excludes 0, but the gain is below
+    # report.overfit_min_drop (0.01), so it is not called an improvement (nor "+400 %" in green).
+    paths = fx.write_run(tmp_path, steps=(0, 10))
+    rewrite_step(paths, 0, [0.001, 0.002, 0.002, 0.003])
+    rewrite_step(paths, 10, [0.008, 0.009, 0.009, 0.010])
+    html = render(paths)
+    headline = re.search(r'<p class="headline (\w+)">(.*?)</p>', html).groups()
+    assert headline == ("neutral", (
+        "No clear change: the best checkpoint, step 10, differs from the baseline (step 0) by +0.007 "
+        "(95% paired interval +0.007 to +0.007), +350.0% relative; validation score 0.009 (n = 4) against "
+        "0.002 for the baseline (step 0)."
+    ))
+    assert "Step 10 vs baseline: paired difference +0.007, 95% bootstrap interval [+0.007, +0.007]: smaller than the smallest change counted" in html
+    assert "Step 10 improves" in render(paths, overfit_min_drop=0.005)
+
+
 INJECTED = [fx.INJECT_TEXT, fx.INJECT_CONTENT, fx.INJECT_SPEAKER, fx.INJECT_REASON, fx.INJECT_ERROR, fx.INJECT_MODEL, "<script>alert(4)</script>"]
 
 

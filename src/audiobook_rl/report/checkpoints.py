@@ -41,6 +41,7 @@ class CheckpointRow:
     change_pct: float | None = None  # vs the baseline's mean
     diff: float | None = None  # paired mean difference vs the baseline
     diff_ci: tuple[float, float] | None = None
+    vs_baseline: str = "unclear"  # better / worse / unclear, by :func:`compare`
     is_best: bool = False
     is_baseline: bool = False
 
@@ -111,12 +112,20 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
 
 
 def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict) -> tuple[float | None, tuple[float, float] | None]:
-    """Mean of ``a - b`` over the slices both scored, and its paired bootstrap interval: the one
-    test by which the report calls any two checkpoints different."""
+    """Mean of ``a - b`` over the slices both scored, and its paired bootstrap interval."""
     diff, ci, _ = stats.paired_diff_ci(
         a.overall_by_id, b.overall_by_id, settings["bootstrap_samples"], settings["bootstrap_seed"] + a.step, settings["confidence"]
     )
     return (None if diff != diff else diff), ci  # NaN: no slice scored at both steps
+
+
+def compare(diff: float | None, ci: tuple[float, float] | None, settings: dict) -> str:
+    """The one rule by which the report calls two checkpoints different: ``better`` (``worse``)
+    when the paired interval lies above (below) 0 and the difference is at least
+    ``report.overfit_min_drop``; else ``unclear``."""
+    if diff is None or ci is None or abs(diff) < settings["overfit_min_drop"]:
+        return "unclear"
+    return "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "unclear"
 
 
 def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
@@ -128,6 +137,7 @@ def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
         r.change_pct = stats.relative_change(r.mean, base.mean)
         if r is not base:
             r.diff, r.diff_ci = paired_diff(r, base, settings)
+            r.vs_baseline = compare(r.diff, r.diff_ci, settings)
     scored = [r for r in rows if r.mean is not None]
     if scored and len(rows) > 1:  # with the baseline alone there is nothing to choose
         # Ties go to the earlier step: fewer updates for the same score.

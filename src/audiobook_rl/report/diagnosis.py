@@ -1,9 +1,10 @@
 """What the numbers say: the headline sentence, an over-fitting note, mode collapse and warnings
 about noise.
 
-Two checkpoints are called different by one rule only: the paired bootstrap interval of their
-difference on the slices both scored excludes 0 (:func:`.checkpoints.paired_diff`). The headline,
-the over-fitting note and the noise warnings all use it, so they cannot contradict each other. A
+Two checkpoints are called different by one rule only (:func:`.checkpoints.compare`): the paired
+bootstrap interval of their difference on the slices both scored excludes 0, and the difference is
+at least ``report.overfit_min_drop``. The headline, the over-fitting note and the noise warnings
+all use it, so they cannot contradict each other. A
 checkpoint whose outputs ignore their input (:mod:`..judging.diversity`) is never called an
 improvement, whatever its score. Every message is plain text (no markup); the template escapes it
 like any other string.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import stats
-from .checkpoints import CheckpointRow, best_row, paired_diff
+from .checkpoints import CheckpointRow, best_row, compare, paired_diff
 
 
 @dataclass
@@ -76,18 +77,10 @@ def diff_text(r: CheckpointRow, confidence: float) -> str:
     return f"{r.diff:+.3f} ({interval}){relative}"
 
 
-def interval_verdict(r: CheckpointRow) -> str:
-    """``better`` or ``worse`` than the baseline when the paired interval excludes 0, else ``unclear``."""
-    if r.diff_ci is None:
-        return "unclear"
-    lo, hi = r.diff_ci
-    return "better" if lo > 0 else "worse" if hi < 0 else "unclear"
-
-
 def verdict(r: CheckpointRow) -> str:
-    """:func:`interval_verdict`, unless the outputs ignore their input (``ignores input``): such a
-    checkpoint is never an improvement, whatever its score."""
-    return "ignores input" if r.diversity.ignores_input else interval_verdict(r)
+    """The checkpoint against the baseline (:func:`.checkpoints.compare`), unless its outputs
+    ignore their input (``ignores input``): such a checkpoint is never an improvement."""
+    return "ignores input" if r.diversity.ignores_input else r.vs_baseline
 
 
 def headline(rows: list[CheckpointRow], confidence: float) -> Note:
@@ -128,7 +121,7 @@ def headline(rows: list[CheckpointRow], confidence: float) -> Note:
         says = {"better": "an improvement", "worse": "worse", "unclear": "no clear change"}
         tail = (
             f" The best checkpoint whose outputs follow their input, step {alt.step}: {diff_text(alt, confidence)} "
-            f"({says[interval_verdict(alt)]})."
+            f"({says[alt.vs_baseline]})."
             if alt
             else ""
         )
@@ -147,25 +140,22 @@ def headline(rows: list[CheckpointRow], confidence: float) -> Note:
 
 
 def overfitting_note(c: Curves, rows: list[CheckpointRow], settings: dict) -> Note:
-    """Over-fitting or not, decided by one rule: the last evaluated checkpoint is clearly below the
-    best one, i.e. the paired bootstrap interval of their difference lies below 0 (the same
-    interval as every other comparison of the report) and the drop is at least ``min_drop``; then
-    the training reward tells over-fitting (it kept rising) from unstable training. ``settings`` is
-    the ``report`` section (``overfit_min_drop``, ``confidence``, bootstrap settings).
+    """Over-fitting or not, decided by the report's one rule (:func:`.checkpoints.compare`): the
+    last evaluated checkpoint is clearly worse than the best one (their paired interval lies below
+    0 and the drop is at least ``report.overfit_min_drop``); then the training reward tells
+    over-fitting (it kept rising) from unstable training. ``settings`` is the ``report`` section.
 
     With fewer than two scored checkpoints nothing can be tested; a drop of the validation curve
     logged during training is then reported as untested.
     """
     scored = [r for r in rows if r.mean is not None]
     min_drop = settings["overfit_min_drop"]
-    level = f"{settings['confidence']:.0%}"
     if len(scored) < 2:
         peak = _curve_drop(c, min_drop)
         if peak:
             return Note("warn", f"{peak}; with fewer than two scored checkpoints the drop cannot be tested against noise.")
         return Note("ok", "No sign of over-fitting: validation does not peak before its last point and then drop.")
-    best = max(scored, key=lambda r: (r.mean, -r.step))
-    last = scored[-1]
+    best, last = best_row(rows), scored[-1]
     if best is last:
         peak = _curve_drop(c, min_drop)
         tail = f" ({peak}; the evaluated checkpoints do not bracket that drop, so it is not tested)" if peak else ""
@@ -179,12 +169,11 @@ def overfitting_note(c: Curves, rows: list[CheckpointRow], settings: dict) -> No
         )
     where = (
         f"step {last.step} scores {fmt(last.mean)} against {fmt(best.mean)} at step {best.step}, the best checkpoint: "
-        f"{diff:+.3f} ({level} paired interval {ci[0]:+.3f} to {ci[1]:+.3f})"
+        f"{diff:+.3f} ({settings['confidence']:.0%} paired interval {ci[0]:+.3f} to {ci[1]:+.3f})"
     )
-    if ci[1] >= 0:
-        return Note("ok", f"No clear sign of over-fitting: {where}, which includes 0, so the drop is within noise.")
-    if -diff < min_drop:
-        return Note("ok", f"No clear sign of over-fitting: {where}, a drop smaller than report.overfit_min_drop ({min_drop}).")
+    if compare(diff, ci, settings) != "worse":
+        why = "which includes 0, so the drop is within noise" if ci[1] >= 0 else f"a drop smaller than report.overfit_min_drop ({min_drop})"
+        return Note("ok", f"No clear sign of over-fitting: {where}, {why}.")
     rise = _train_rise(c, best.step, last.step)
     if rise is None:
         return Note("warn", f"A clear drop after the best checkpoint: {where}; training reward was not logged over that stretch, so over-fitting cannot be confirmed.")
@@ -264,8 +253,10 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
         says = {
             "better": "better than the baseline",
             "worse": "worse than the baseline",
-            "unclear": "the validation set cannot tell them apart",
-        }[interval_verdict(r)]
+            "unclear": "the validation set cannot tell them apart"
+            if lo <= 0 <= hi
+            else f"smaller than the smallest change counted (report.overfit_min_drop = {settings['overfit_min_drop']}): no clear change",
+        }[r.vs_baseline]
         if r.diversity.ignores_input:
             says += " in score only (its outputs ignore their input)"
         out.append(f"Step {r.step} vs baseline: paired difference {r.diff:+.3f}, {level} bootstrap interval [{lo:+.3f}, {hi:+.3f}]: {says}.")
@@ -274,8 +265,7 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
         for r in rows:
             if r is best or r.is_baseline or r.mean is None:
                 continue
-            _, ci = paired_diff(r, best, settings)
-            if ci is None or ci[1] >= 0:
+            if compare(*paired_diff(r, best, settings), settings) == "unclear":
                 ties.append(str(r.step))
         if ties:
             out.append(
