@@ -57,6 +57,9 @@ def test_metrics_and_checkpoint_layout(uninterrupted):
         assert {"train_reward", "loss", "clip_frac", "response_length", "seconds"} <= set(m)
         assert 0.0 <= m["train_reward"] <= 1.0 and 0.0 <= m["clip_frac"] <= 1.0
     assert [m["step"] for m in lines if "val_reward" in m] == [0, 2, 3]  # test_freq 2 and the last step
+    # Mode collapse is visible per step: the share of distinct final scripts, in training and validation.
+    assert all(0.0 < m["train_distinct_share"] <= 1.0 and "train_cross_similarity" in m for m in lines[1:])
+    assert all(0.0 < m["val_distinct_share"] <= 1.0 for m in lines if "val_reward" in m)
     # save_freq 2, the last step, and the best validation step (if it beat step 0)
     assert {2, 3} <= set(saved_steps(root)) <= {1, 2, 3}
     assert summary["saved_steps"] == saved_steps(root)

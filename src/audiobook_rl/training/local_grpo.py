@@ -32,6 +32,7 @@ import torch
 from ..agent import AgentPrompts, Task, run_episodes
 from ..errors import UserError
 from ..generation import HFChat
+from ..judging.diversity import diversity
 from ..policy.model import load_policy
 from ..script import parse_script
 from . import checkpoints as ckpt
@@ -154,6 +155,7 @@ def validate(client, tasks, prompts, judge, settings) -> dict:
         "val_reward": statistics.fmean(rewards),
         "val_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
         "val_judge_failures": sum(e.reward is None for e in episodes),
+        **diversity([e.final for e in episodes], [t.text for t in tasks]).metrics("val"),
     }
 
 
@@ -217,6 +219,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
             "train_reward_group_std": group_spread(episodes, [t.id for t in group]),
             "train_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
             "draft_json_valid": statistics.fmean(parse_script(e.draft).ok for e in episodes),
+            **diversity([e.final for e in episodes], [t.text for t in group], [t.id for t in group]).metrics("train"),
             "loss": stats["loss"],
             "clip_frac": stats["clip_frac"],
             "dual_clip_frac": stats["dual_clip_frac"],
