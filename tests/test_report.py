@@ -363,3 +363,17 @@ def test_policy_named_by_its_model_id_or_the_train_section(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct", "architectures": ["Qwen2ForCausalLM"]}))
     assert policy_identity({"backend": "verl"}, tmp_path) == "verl / Qwen/Qwen2.5-1.5B-Instruct (Qwen2ForCausalLM)"
     assert policy_identity({"backend": "verl", "verl": {"model": "m/x"}}, tmp_path / "absent") == "verl / m/x"
+
+
+def test_a_run_that_trained_on_nothing_is_shown_as_collapsed(tmp_path):
+    # Every sampled final script unreadable from step 4 on: the collapse guard's rule, read back from
+    # the metrics (a run reaches the report this way when the collapse came at its last steps or the
+    # guard was switched off).
+    metrics = [dict(m, train_json_valid=0.0 if m["step"] >= 4 else 0.5, train_reward_group_std=0.1)
+               for m in fx.metrics_rows(True)]
+    paths = fx.write_run(tmp_path, metrics=metrics)
+    html = render(paths)
+    assert "Training collapsed: by step 6, for 3 steps in a row, no sampled final script was valid JSON" in html
+    assert "train.rollout.temperature" in html
+    healthy = render(fx.write_run(tmp_path / "healthy"))
+    assert "Training collapsed" not in healthy

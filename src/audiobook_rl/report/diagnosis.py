@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..training.collapse import ADVICE, collapse
 from . import stats
 from .checkpoints import CheckpointRow, best_row, compare, paired_diff
 
@@ -216,6 +217,20 @@ def collapse_notes(rows: list[CheckpointRow]) -> list[str]:
             "Whatever it scores, it does not adapt the text it is given: mode collapse, not an improvement."
         )
     return out
+
+
+def training_collapse_notes(metrics: list[dict], train: dict) -> list[str]:
+    """A sentence when training went ``train.collapse_patience`` steps (3 when the guard was off) in a
+    row without a learning signal (:func:`..training.collapse.collapse`, the guard's own rule)."""
+    patience = train.get("collapse_patience") or 3
+    found = collapse(metrics, patience)
+    if found is None:
+        return []
+    step, reason = found
+    return [
+        f"Training collapsed: by step {step}, for {patience} steps in a row, {reason}, so GRPO had nothing to learn "
+        f"from; the checkpoints after that are not trained on anything. To train again, {ADVICE}."
+    ]
 
 
 def _train_rise(c: Curves, start: int, end: int) -> tuple[float, float] | None:

@@ -100,7 +100,7 @@ def build_report(
         "curves_svg": plots.curves_svg(curves, [r.step for r in rows], settings["smoothing_window"]),
         "checkpoints_svg": plots.checkpoints_svg(rows, settings["confidence"]),
         "overfit": diagnosis.overfitting_note(curves, rows, settings),
-        "collapse": diagnosis.collapse_notes(rows),
+        "collapse": diagnosis.training_collapse_notes(run.metrics, train) + diagnosis.collapse_notes(rows),
         "warnings": diagnosis.noise_warnings(rows, settings) + diagnosis.coverage_warnings(rows),
         "problems": run.problems,
         "n_metrics": len(run.metrics),
