@@ -1,6 +1,6 @@
 """Stress check: does reading parquet let a finished process die at exit?
 
-    python bench/parquet_exit.py [--runs 200] [--jobs 1] [--data results/data]
+    python bench/parquet_exit.py [--runs 200] [--jobs 2] [--data results/data]
 
 Runs two small programs, each ``--runs`` times in a fresh interpreter, and prints how many exited
 non-zero (an abort at interpreter teardown shows as status 134, "terminate called without an
@@ -10,6 +10,8 @@ active exception"):
 - ``pandas``: ``pandas.read_parquet`` on the same files, the comparison case (it hands Arrow a
   Python file object).
 
+``--jobs`` interpreters run at once (2 by default, as Snakemake runs jobs with ``--cores 2``; the
+abort is a race at exit, so its rate depends on the load: one at a time it is rarer).
 ``--data`` is a folder with train.parquet and val.parquet (split_dataset's outputs); without one,
 rows of the same shape are written to a temporary folder first.
 """
@@ -72,7 +74,7 @@ def exit_codes(reader: str, data: Path, runs: int, jobs: int) -> collections.Cou
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--jobs", type=int, default=1, help="interpreters at once")
+    parser.add_argument("--jobs", type=int, default=2, help="interpreters at once")
     parser.add_argument("--data", type=Path, help="folder with train.parquet and val.parquet")
     parser.add_argument("--readers", nargs="+", default=list(READERS), choices=list(READERS))
     args = parser.parse_args()
