@@ -26,7 +26,7 @@ PROVIDERS = {
     ("train.reward", "openai"): "openai",
 }
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "zhipuai": "ZHIPUAI_API_KEY", "openai": "OPENAI_API_KEY"}
-INSTALL = "install the GPU environment (envs/gpu.yaml or pip install -r requirements/gpu.txt)"
+INSTALL = "install the GPU environment (envs/gpu.yaml, or pip install -r requirements/gpu.lock)"
 FLASH_ATTN_INSTALL = "install it after torch with: pip install flash-attn==2.8.3 --no-build-isolation"
 VLLM_MIN, VLLM_BELOW = Version("0.10.2"), Version("0.11")
 # OpenTelemetry >= 1.45 binds the exporter endpoint at construction, which Agent Lightning 0.3.0
@@ -109,7 +109,7 @@ def check_training_stack(version: Callable[[str], str | None] = installed) -> li
     if too_new:
         problems.append(
             f"{', '.join(too_new)} installed but Agent Lightning 0.3.0 loses its traces with OpenTelemetry "
-            f">= 1.45; pin opentelemetry-* to 1.44.0 as requirements/gpu.txt does."
+            f">= 1.45; pin opentelemetry-* to 1.44.0 as requirements/gpu.lock does."
         )
     if version("litellm") is None:
         problems.append(f"litellm is not installed (Agent Lightning's LLM proxy needs litellm[proxy]); {INSTALL}.")
