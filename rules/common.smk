@@ -6,6 +6,7 @@ from audiobook_rl.config import validate_config
 from audiobook_rl.deps import imported_files
 from audiobook_rl.errors import UserError
 from audiobook_rl.preflight import check_keys
+from audiobook_rl.startup import check_corpus, check_jobs
 from audiobook_rl.training.verl_config import check_eval_steps
 
 try:
@@ -48,8 +49,10 @@ if not os.path.exists(repo_file(config["corpus"])):
     sys.exit(f"Error: config key 'corpus': {config['corpus']}: no such file.")
 
 
-# Cheap checks before any job starts (and before any request is paid for): API keys of the
-# configured backends, and evaluated steps that training actually saves.
+# Checks before any job starts (and before any request is paid for): API keys of the configured
+# backends, prompt files, evaluated steps that training actually saves, and a corpus the slicer can
+# cut. Snakemake deletes a job's old outputs when it starts it, so a bad input found by the stage
+# itself would already have cost the last run's results.
 def used_prompts():
     """The prompt files the configured backends read, by config key (rule inputs, checked at start)."""
     prompts = {
@@ -79,8 +82,21 @@ try:
     check_eval_steps(config["train"], config["eval"]["steps"])
 except UserError as err:
     _problems.append(str(err))
+if workflow.is_main_process:  # not again in each job of a cluster run
+    _problems += check_corpus(repo_file(config["corpus"]), config)
 if _problems:
     sys.exit("Error: " + "\nError: ".join(_problems))
+
+
+onstart:
+    # What the jobs about to run need (the warm start's excerpts, GPUs, the verl/vLLM packages),
+    # where they run here: not for --touch, nor on a cluster, nor in a dry run (onstart is skipped),
+    # whose plan a machine without GPUs may show.
+    if workflow.local_exec and not workflow.touch:
+        _rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
+        _problems = check_jobs(config, _rules, repo_file(config["corpus"]))
+        if _problems:
+            sys.exit("Error: " + "\nError: ".join(_problems))
 
 
 def code(script):

@@ -15,6 +15,7 @@ from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_parquet_rows, write_json
+from audiobook_rl.preflight import VERL_GPUS_FIX
 from audiobook_rl.judging import make_judge
 from audiobook_rl.stage import run
 from audiobook_rl.training import check_backend
@@ -46,7 +47,7 @@ def main(smk):
         if settings["nnodes"] == 1 and not os.environ.get("RAY_ADDRESS"):
             # Ray starts here and takes the GPUs it sees: make those this job's own. (On a Ray
             # cluster the GPUs are the cluster's to assign.)
-            gpus.claim(smk.resources.gpu, "train.gpus_per_node", holder="train_grpo (verl)")
+            gpus.claim(smk.resources.gpu, "train.gpus_per_node", holder="train_grpo (verl)", fix=VERL_GPUS_FIX)
 
         train_stage(settings, settings["reward"], smk.params.llm, prompts, train_rows, val_rows,
                     smk.input.policy, smk.output.metrics, smk.output.summary, n_runners=smk.params.n_runners)

@@ -18,6 +18,7 @@ import pytest
 
 from audiobook_rl import gpus
 from audiobook_rl.errors import UserError
+from audiobook_rl.preflight import VERL_GPUS_FIX
 from conftest import snakemake, write_config
 from grpo_helpers import TINY_POLICY
 
@@ -129,8 +130,11 @@ def test_asking_for_more_gpus_than_the_machine_has_is_one_sentence(machine):
 def test_no_gpu_at_all_is_one_sentence(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi; torch (CPU build) sees no GPU
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    with pytest.raises(UserError, match=r"'train.gpus_per_node' asks for 2 GPU\(s\) but this machine has 0"):
-        gpus.claim(2, "train.gpus_per_node")
+    with pytest.raises(UserError, match=r"'resources.train_grpo.gpu' asks for 1 GPU\(s\) but this machine has 0; lower it, or set it to 0"):
+        gpus.claim(1, "resources.train_grpo.gpu")
+    # verl's GPUs per node cannot be 0: the way out is the CPU backend.
+    with pytest.raises(UserError, match=r"'train.gpus_per_node' asks for 2 GPU\(s\) but this machine has 0; run where that many GPUs are visible, or train on the CPU with train.backend: local\.$"):
+        gpus.claim(2, "train.gpus_per_node", fix=VERL_GPUS_FIX)
 
 
 def test_no_gpu_asked_claims_nothing(machine):

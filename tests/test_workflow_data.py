@@ -79,12 +79,12 @@ def run_bad(workdir, corpus_bytes=None, **config):
         ("　　林青道：“走吧。”\n".encode() * 10, "novel.txt: can make only"),
     ],
 )
-def test_bad_corpus_fails_with_one_sentence_and_leaves_nothing(workdir, corpus, expected):
+def test_bad_corpus_stops_before_any_job_with_one_sentence(workdir, corpus, expected):
     proc = run_bad(workdir, corpus)
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
-    assert "Traceback" not in (workdir / "logs/slice_corpus.log").read_text()
-    assert not (workdir / "results/slices.jsonl").exists()
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (workdir / "results").exists() and not (workdir / "logs").exists()
 
 
 def test_missing_corpus_is_named_before_anything_runs(workdir):
