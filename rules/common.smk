@@ -1,3 +1,4 @@
+import atexit
 import glob
 import os
 import sys
@@ -5,6 +6,7 @@ import sys
 from audiobook_rl.config import validate_config
 from audiobook_rl.deps import imported_files
 from audiobook_rl.errors import UserError
+from audiobook_rl.failures import summary
 from audiobook_rl.preflight import check_keys
 from audiobook_rl.startup import check_corpus, check_jobs
 from audiobook_rl.training.verl_config import check_eval_steps
@@ -97,6 +99,23 @@ onstart:
         _problems = check_jobs(config, _rules, repo_file(config["corpus"]))
         if _problems:
             sys.exit("Error: " + "\nError: ".join(_problems))
+
+
+def failed_jobs():
+    """(job, its log file) of each job of this run that failed."""
+    return [
+        (
+            " ".join([job.rule.name, *(f"{k}={v}" for k, v in job.wildcards_dict.items())]),
+            job.log[0] if job.log else None,
+        )
+        for job in getattr(workflow.scheduler, "failed", ())
+    ]
+
+
+onerror:
+    # Each failed stage's sentence, printed as this process exits: after Snakemake's own report of
+    # the failure, so the sentence is the last thing on the screen (the full log stays in logs/).
+    atexit.register(print, summary(failed_jobs()), file=sys.stderr)
 
 
 def code(script):
