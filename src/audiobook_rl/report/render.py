@@ -12,7 +12,7 @@ from pathlib import Path
 import jinja2
 
 from ..judging import DIMENSIONS
-from . import diagnosis, plots, provenance
+from . import diagnosis, fonts, plots, provenance
 from .checkpoints import best_row, checkpoint_rows
 from .load import RunData
 from .scripts_view import script_view
@@ -126,4 +126,8 @@ def build_report(
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    return env.get_template(Path(template).name).render(**context)
+    page = env.get_template(Path(template).name)
+    # The characters on the page decide which glyphs of the CJK font it carries.
+    html = page.render(**context, font_face="")
+    face = fonts.font_face(html)
+    return page.render(**context, font_face=face) if face else html
