@@ -103,13 +103,13 @@ onstart:
 
 def failed_jobs():
     """(job, its log file) of each job of this run that failed."""
-    return [
-        (
-            " ".join([job.rule.name, *(f"{k}={v}" for k, v in job.wildcards_dict.items())]),
-            job.log[0] if job.log else None,
+    failed = []
+    for job in getattr(workflow.scheduler, "failed", ()):
+        name = " ".join(
+            [job.rule.name, *(f"{k}={v}" for k, v in job.wildcards_dict.items())]
         )
-        for job in getattr(workflow.scheduler, "failed", ())
-    ]
+        failed.append((name, job.log[0] if job.log else None))
+    return failed
 
 
 onerror:

@@ -143,7 +143,7 @@ def test_no_gpu_asked_claims_nothing(machine):
     assert not Path(os.environ[gpus.LOCK_DIR_ENV]).exists()
 
 
-def test_a_gpu_job_on_a_machine_without_gpus_fails_with_one_sentence(tmp_path, monkeypatch):
+def test_a_gpu_job_on_a_machine_without_gpus_stops_the_run_before_any_job(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")  # no nvidia-smi
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     config = write_config(tmp_path, policy=TINY_POLICY, eval={"steps": []}, resources={"generate": {"gpu": 1}})
@@ -152,7 +152,9 @@ def test_a_gpu_job_on_a_machine_without_gpus_fails_with_one_sentence(tmp_path, m
         "--configfile", str(config), check=False,
     )  # fmt: skip
     assert proc.returncode != 0
-    log = (tmp_path / "logs/generate/step_0.log").read_text()
-    assert "config key 'resources.generate.gpu' asks for 1 GPU(s) but this machine has 0" in log
-    assert "Traceback" not in log
-    assert (tmp_path / "results/models/step_0").is_dir(), "the finished base policy was lost"
+    output = proc.stdout + proc.stderr
+    assert output.strip().splitlines()[-1] == (
+        "Error: config key 'resources.generate.gpu' needs 1 GPU(s) on this node but 0 are visible; lower it, or set it to 0 for the CPU."
+    )
+    assert "Traceback" not in output
+    assert not (tmp_path / "results").exists(), "jobs ran although generate could not"  # checked before the first job
