@@ -15,8 +15,8 @@ from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_parquet_rows, write_json
-from audiobook_rl.preflight import VERL_GPUS_FIX
 from audiobook_rl.judging import make_judge
+from audiobook_rl.preflight import VERL_GPUS_FIX
 from audiobook_rl.stage import run
 from audiobook_rl.training import check_backend
 from audiobook_rl.training.checkpoints import fingerprint
