@@ -115,7 +115,9 @@ def failed_jobs():
 onerror:
     # Each failed stage's sentence, printed as this process exits: after Snakemake's own report of
     # the failure, so the sentence is the last thing on the screen (the full log stays in logs/).
-    atexit.register(print, summary(failed_jobs()), file=sys.stderr)
+    _summary = summary(failed_jobs())
+    if _summary:
+        atexit.register(print, _summary, file=sys.stderr)
 
 
 def code(script):
