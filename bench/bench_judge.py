@@ -3,8 +3,11 @@
 1. Rubric judge throughput (scores per second, one core) on realistic scripts: the references in
    results/labels.jsonl (build them with `snakemake --cores 2 results/labels.jsonl`; without the
    file, the bundled story is rule-labeled here) against damaged copies of them: the copy itself,
-   a dropped segment, a swapped speaker, flattened tones, all segments merged, broken JSON, and
-   the script wrapped in prose and a code fence.
+   a dropped segment, a line of dialogue given to the narrator, every quote given to another
+   character, flattened tones, all segments merged, the first half only, broken JSON, the script
+   wrapped in prose and a code fence, a stub (a speech tag and one invented line) and the same
+   output for every input (another excerpt's script). Prints the mean score of each and checks
+   that every damaged copy scores below the copy.
 2. LLM judge wall time vs the ideal ⌈n/concurrency⌉ × latency against a loopback chat-completions
    server with injected latency, for the glm (zhipuai SDK) and openai backends.
 
@@ -29,9 +32,12 @@ from loopback.damage import (  # noqa: E402
     drop_segment,
     dumps,
     flatten_tones,
+    half_text,
     merge_all,
     story_cases,
+    stub,
     swap_speaker,
+    wrong_speakers,
 )
 from loopback.remote import Remote  # noqa: E402
 
@@ -47,22 +53,39 @@ def references(path: Path) -> tuple[list[dict], str]:
     return story_cases(20), "the bundled story, rule-labeled (no results/labels.jsonl)"
 
 
-def candidates(script) -> list[str]:
+NAMES = [
+    "copy", "drop", "swap speaker", "wrong speakers", "flatten tones", "merge all", "half text",
+    "broken JSON", "prose+fence", "stub", "same output for every input",
+]
+
+
+def candidates(ref: dict, other: dict) -> list[str]:
+    """The candidates of NAMES, in order, for one reference (``other``: another excerpt's)."""
+    script = ref["script"]
     text = dumps(script)
     return [
         text,
         dumps(drop_segment(script)),
         dumps(swap_speaker(script)),
+        dumps(wrong_speakers(script, ref.get("aliases"))),
         dumps(flatten_tones(script)),
         dumps(merge_all(script)),
+        dumps(half_text(script)),
         break_json(text),
         f"好的，下面是脚本：\n```json\n{text}\n```\n希望有帮助。",
+        dumps(stub(script)),
+        dumps(other["script"]),
     ]
 
 
 def bench_rubric(refs: list[dict], seconds: float) -> None:
     judge = make_judge({"backend": "rubric"})
-    cases = [(r["text"], r["script"], c, r.get("aliases")) for r in refs for c in candidates(r["script"])]
+    k = len(NAMES)
+    cases = [
+        (r["text"], r["script"], c, r.get("aliases"))
+        for i, r in enumerate(refs)
+        for c in candidates(r, refs[(i + 1) % len(refs)])
+    ]
     chars = sum(len(r["text"]) for r in refs) / len(refs)
     segs = sum(len(r["script"]) for r in refs) / len(refs)
     n, started = 0, time.process_time()
@@ -73,11 +96,18 @@ def bench_rubric(refs: list[dict], seconds: float) -> None:
     cpu = time.process_time() - started
     print(
         f"rubric judge: {n} scores in {cpu:.2f} s CPU on one core = {n / cpu:,.0f} scores/s "
-        f"({len(refs)} references, {chars:.0f} chars and {segs:.1f} segments on average, 7 candidates each)"
+        f"({len(refs)} references, {chars:.0f} chars and {segs:.1f} segments on average, {k} candidates each)"
     )
-    means = [sum(judge.score(*c).overall for c in cases[i::7]) / len(refs) for i in range(7)]
-    names = ["copy", "drop", "swap speaker", "flatten tones", "merge all", "broken JSON", "prose+fence"]
-    print("  mean overall: " + ", ".join(f"{k} {v:.3f}" for k, v in zip(names, means)))
+    verdicts = [judge.score(*c) for c in cases]
+    print(f"  {'mean of':28s} {'overall':>8s} {'speaker':>8s} {'emotion':>8s} {'segment.':>8s}")
+    for i, name in enumerate(NAMES):
+        rows = verdicts[i::k]
+        means = [sum(v.overall for v in rows)] + [sum(v.scores[d] for v in rows) for d in ("speaker", "emotion", "segmentation")]
+        print(f"  {name:28s} " + " ".join(f"{m / len(rows):8.3f}" for m in means))
+    # A damage that changes nothing (no quote to give away, tones already flat) is not a damage.
+    damaged = [j for j in range(len(cases)) if j % k and cases[j][2] != cases[j - j % k][2]]
+    below = sum(verdicts[j].overall < verdicts[j - j % k].overall for j in damaged)
+    print(f"  damaged copies scoring below their reference's copy: {below}/{len(damaged)}")
 
 
 def bench_llm(refs: list[dict], n_cases: int, latency: float, concurrency: int) -> None:
@@ -91,7 +121,7 @@ def bench_llm(refs: list[dict], n_cases: int, latency: float, concurrency: int) 
                 "id": f"c{i}",
                 "source": r["text"],
                 "reference": r["script"],
-                "candidate": candidates(r["script"])[i % 7] + f"\n#{i}",
+                "candidate": candidates(r, r)[i % len(NAMES)] + f"\n#{i}",
                 "aliases": r.get("aliases"),
             }
         )

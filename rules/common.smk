@@ -133,6 +133,12 @@ def train_gpus():
     return config["resources"]["train_grpo"]["gpu"]
 
 
+def conda_env(gpu_stack):
+    """A rule's conda environment (`--sdm conda`): the locked GPU stack (envs/gpu.yaml) for a stage
+    that runs the seed backend (verl, vLLM), else the pipeline's."""
+    return "../envs/gpu.yaml" if gpu_stack else "../envs/pipeline.yaml"
+
+
 def eval_steps():
     """The checkpoints that are exported, generated from and judged (step 0 = the base policy)."""
     return [0] + sorted(config.get("eval", {}).get("steps", []))

@@ -12,7 +12,7 @@ rule export_checkpoint:
         # step 0 is the base policy (rule build_policy); `best` = the best validation step
         step=r"[1-9]\d*|best",
     conda:
-        "../envs/pipeline.yaml"
+        conda_env(config["train"]["backend"] == "verl")
     params:
         train=config["train"],
     script:
@@ -33,7 +33,7 @@ rule generate:
     wildcard_constraints:
         step=r"\d+|best",
     conda:
-        "../envs/pipeline.yaml"
+        conda_env(config["generate"]["backend"] == "vllm")
     threads: config["resources"]["generate"]["threads"]
     resources:
         gpu=config["resources"]["generate"]["gpu"],

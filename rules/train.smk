@@ -15,10 +15,12 @@ rule train_grpo:
     log:
         f"{LOGS}/train_grpo.log",
     conda:
-        "../envs/pipeline.yaml"
+        conda_env(config["train"]["backend"] == "verl")
     threads: config["resources"]["train_grpo"]["threads"]
     resources:
         gpu=train_gpus(),
+        # every rollout is judged by the training reward: a paid one shares `--resources llm_api=N`
+        llm_api=0 if config["train"]["reward"]["backend"] == "rubric" else 1,
         mem_mb=config["resources"]["train_grpo"]["mem_mb"],
         runtime=config["resources"]["train_grpo"]["runtime"],
     params:

@@ -6,7 +6,6 @@ import torch
 
 from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
-from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_parquet_rows, write_jsonl
 from audiobook_rl.generation import generate_outputs
 from audiobook_rl.stage import run
@@ -21,8 +20,8 @@ def main(smk):
     if smk.resources.gpu > 0:
         # GPUs of this job alone (parallel generate jobs would otherwise all start on GPU 0)
         gpus.claim(smk.resources.gpu, "resources.generate.gpu", holder=f"generate step {step}")
-        if not torch.cuda.is_available():
-            raise UserError("config key 'resources.generate.gpu' asks for a GPU but torch sees none; set it to 0 for the CPU.")
+        # counted without starting CUDA: vLLM's engine runs in a forked child that must be able to use it
+        gpus.require_cuda(smk.resources.gpu, "resources.generate.gpu")
         device = "cuda"
     rows = read_parquet_rows(smk.input.val)
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)

@@ -5,7 +5,6 @@ outputs of a failed job, and a rerun resumes from them).
 """
 
 import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +12,6 @@ import torch
 
 from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
-from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_parquet_rows, write_json
 from audiobook_rl.judging import make_judge
 from audiobook_rl.preflight import VERL_GPUS_FIX
@@ -30,8 +28,7 @@ def device_for(n_gpus: int) -> str:
     if n_gpus <= 0:
         return "cpu"
     gpus.claim(n_gpus, "resources.train_grpo.gpu", holder="train_grpo")
-    if not torch.cuda.is_available():
-        raise UserError("config key 'resources.train_grpo.gpu' asks for a GPU but torch sees none; set it to 0 for the CPU.")
+    gpus.require_cuda(n_gpus, "resources.train_grpo.gpu")
     return "cuda"
 
 
@@ -41,21 +38,22 @@ def main(smk):
     train_rows = read_parquet_rows(smk.input.train)
     val_rows = read_parquet_rows(smk.input.val)
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
+    # checkpoints of other settings or inputs are discarded, never resumed
+    fp = fingerprint(settings, settings["reward"], [str(f) for f in smk.input])
     if backend == "verl":
-        from audiobook_rl.training.verl_backend import train_stage
+        from audiobook_rl.training.verl_backend import train_stage, uses_local_ray
 
-        if settings["nnodes"] == 1 and not os.environ.get("RAY_ADDRESS"):
+        if uses_local_ray(settings):
             # Ray starts here and takes the GPUs it sees: make those this job's own. (On a Ray
             # cluster the GPUs are the cluster's to assign.)
             gpus.claim(smk.resources.gpu, "train.gpus_per_node", holder="train_grpo (verl)", fix=VERL_GPUS_FIX)
 
         train_stage(settings, settings["reward"], smk.params.llm, prompts, train_rows, val_rows,
-                    smk.input.policy, smk.output.metrics, smk.output.summary, n_runners=smk.params.n_runners)
+                    smk.input.policy, smk.output.metrics, smk.output.summary, fp, n_runners=smk.params.n_runners)
         return
     torch.set_num_threads(smk.threads)
     root = Path(smk.output.metrics).parent / "checkpoints"
     judge = make_judge(settings["reward"], smk.params.llm)
-    fp = fingerprint(settings, settings["reward"], [str(f) for f in smk.input])
     summary = train_local(
         train_rows, val_rows, prompts, settings, judge, smk.input.policy, str(root), fp, device_for(smk.resources.gpu)
     )

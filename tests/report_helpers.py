@@ -29,6 +29,7 @@ OVERALL = {
     20: [0.55, 0.60, 0.50, None],
     30: [0.45, 0.50, 0.40, 0.45],
 }
+RISING_30 = [0.60, 0.65, 0.55, 0.60]  # step 30 without over-fitting: above step 20 on every slice
 POLICY_CONFIG = {"_name_or_path": "/tmp/build/step_0", "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 128, "num_hidden_layers": 2, "vocab_size": 3000}
 DEFAULT_SETTINGS = {
     "title": "Fixture run",
@@ -93,7 +94,7 @@ def write_run(root: Path, overfit: bool = True, steps=(0, 10, 20, 30), metrics=N
             if step == 30 and i == 2:
                 final = "```json\n" + final + "\n```"
             outs.append({"id": sid, "step": step, "draft": final, "final": final, "draft_notes": None, "final_notes": None})
-            overall = OVERALL.get(step, OVERALL[10])[i]
+            overall = (RISING_30 if step == 30 and not overfit else OVERALL.get(step, OVERALL[10]))[i]
             fmt_score = 0.0 if (step == 0 and i == 1) else 1.0
             if overall is None:
                 scores.append({"id": sid, "step": step, "overall": None, "scores": {}, "reasons": {}, "backend": "zhipu", "model": INJECT_MODEL, "error": INJECT_ERROR})

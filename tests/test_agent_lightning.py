@@ -83,6 +83,18 @@ def test_rollout_through_agent_lightning_runner(tmp_path):
     assert triplets[-1].reward == pytest.approx(1.0)
 
 
+def test_training_calls_carry_the_rollout_filters_to_the_policy_server(tmp_path):
+    # verl publishes only the temperature; the agent sends top_p, and top_k in the body vLLM reads.
+    agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64, top_p=0.9, top_k=40)
+    plain = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64)
+    with Loopback(_responder) as server:
+        llm = agl.LLM(endpoint=server.url + "/v1", model="policy", sampling_parameters={"temperature": 0.7})
+        _run(agent, _row(tmp_path), llm, "train")
+        _run(plain, _row(tmp_path), llm, "train")
+        bodies = [r["body"] for r in server.requests]
+    assert [(b["temperature"], b["top_p"], b.get("top_k")) for b in bodies] == [(0.7, 0.9, 40)] * 2 + [(0.7, 1.0, None)] * 2
+
+
 def test_rollout_reward_is_zero_for_an_unreadable_final_script(tmp_path):
     agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64)
 
@@ -91,3 +103,70 @@ def test_rollout_reward_is_zero_for_an_unreadable_final_script(tmp_path):
         rollout, spans = _run(agent, _row(tmp_path), llm, "train")
     assert rollout.status == "succeeded"
     assert agl.find_final_reward(spans) == 0.0
+
+
+class FlakyJudge:
+    """The rubric judge behind an outage: the first ``failures`` verdicts are judge failures."""
+
+    def __init__(self, failures: int):
+        from audiobook_rl.judging import failure
+
+        self.rubric, self.failures, self.calls, self.failure = make_judge({"backend": "rubric"}), failures, 0, failure
+
+    def score(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls <= self.failures:
+            return self.failure("glm", "glm-4.7", "HTTP 429 after 6 tries")
+        return self.rubric.score(*args, **kwargs)
+
+
+def _reference_server():
+    return Loopback(lambda kind, body, n: Reply(body={**chat_completion(REFERENCE_JSON), "id": f"chatcmpl-{n}"}))
+
+
+def test_a_judge_failure_is_asked_again_within_the_rollout(tmp_path, monkeypatch):
+    from audiobook_rl import agent_lightning
+
+    monkeypatch.setattr(agent_lightning, "JUDGE_WAIT_S", 0.01)
+    judge = FlakyJudge(failures=2)
+    agent = make_agent(_prompts(), judge, max_tokens=64, judge_budget_s=30)
+    with _reference_server() as server:
+        rollout, spans = _run(agent, _row(tmp_path), agl.LLM(endpoint=server.url + "/v1", model="policy"), "train")
+    assert judge.calls == 3 and len(server.requests) == 2  # the policy is not asked again
+    assert agl.find_final_reward(spans) == pytest.approx(1.0)
+
+
+def test_a_judge_that_keeps_failing_gives_no_reward_never_a_zero(tmp_path, monkeypatch):
+    from audiobook_rl import agent_lightning
+
+    monkeypatch.setattr(agent_lightning, "JUDGE_WAIT_S", 0.01)
+    judge = FlakyJudge(failures=10**6)
+    agent = make_agent(_prompts(), judge, max_tokens=64, judge_budget_s=0.2)
+    with _reference_server() as server:
+        rollout, spans = _run(agent, _row(tmp_path), agl.LLM(endpoint=server.url + "/v1", model="policy"), "train")
+    assert rollout.status == "succeeded" and judge.calls > 1
+    # no reward span at all: Agent Lightning reports the rollout without a reward, and the verl
+    # backend's daemon drops its task's group (tests/test_verl_daemon.py) instead of scoring 0
+    assert agl.find_final_reward(spans) is None
+
+
+def test_a_call_longer_than_the_policy_servers_context_is_skipped_not_sent(tmp_path):
+    from audiobook_rl.agent_lightning import ContextLimit
+    from audiobook_rl.policy.tokenizer import prompt_ids, train_tokenizer
+
+    tokenizer = train_tokenizer([SOURCE, REFERENCE_JSON] * 4, vocab_size=400)
+    row = _row(tmp_path)
+    create_tokens = len(prompt_ids(tokenizer, _prompts().create_messages(SOURCE)))
+    with _reference_server() as server:
+        llm = agl.LLM(endpoint=server.url + "/v1", model="policy")
+        # the create call itself would not fit: nothing is sent
+        agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64,
+                           limit=ContextLimit(tokenizer, create_tokens + 63))
+        rollout, spans = _run(agent, row, llm, "train")
+        assert server.requests == [] and rollout.status == "succeeded"
+        assert agl.find_final_reward(spans) is None
+        # create fits, the rewrite (which carries the draft) does not: one call, no reward
+        agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64,
+                           limit=ContextLimit(tokenizer, create_tokens + 64))
+        rollout, spans = _run(agent, row, llm, "train")
+        assert len(server.requests) == 1 and agl.find_final_reward(spans) is None

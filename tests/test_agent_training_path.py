@@ -17,8 +17,6 @@ import pytest
 
 from verl_helpers import REPO, seed_config
 
-os.environ["LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY"] = "true"
-
 from audiobook_rl.agent import AgentPrompts  # noqa: E402
 from audiobook_rl.dataset import split_rows  # noqa: E402
 from audiobook_rl.files import read_parquet_rows, write_parquet_rows  # noqa: E402

@@ -8,7 +8,7 @@ from audiobook_rl.generation import HFChat, generate_outputs
 from audiobook_rl.policy import load_policy
 from grpo_helpers import prompts, shared_tiny_policy, tiny_rows
 
-SETTINGS = {"backend": "hf", "temperature": 0.0, "max_tokens": 10, "batch_size": 2, "seed": 0}
+SETTINGS = {"backend": "hf", "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_tokens": 10, "batch_size": 2, "seed": 0}
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +46,19 @@ def test_calls_record_token_ids_and_stop_at_max_tokens(policy_dir):
 def test_unknown_backend_names_the_key(policy_dir):
     with pytest.raises(UserError, match="generate.backend"):
         generate_outputs(str(policy_dir), tiny_rows(1, 1)["val"], prompts(), {**SETTINGS, "backend": "nope"}, 0)
+
+
+def test_top_k_1_sampling_is_greedy_on_both_decoding_paths(policy_dir):
+    # The embedded policy decodes with the static decoder; a policy it does not cover (here: the same
+    # weights declared with a sliding window) goes through transformers' generate. Both must apply
+    # the sampling filters: with top_k 1, sampling at any temperature is greedy decoding.
+    model, tok = load_policy(policy_dir)
+    rows = tiny_rows(1, 2)["val"]
+    greedy = generate_outputs(str(policy_dir), rows, prompts(), SETTINGS, 0)
+    assert generate_outputs(str(policy_dir), rows, prompts(), {**SETTINGS, "temperature": 1.5, "top_k": 1}, 0) == greedy
+    model.config.use_sliding_window, model.config.sliding_window = True, 4096
+    client = HFChat(model, tok, batch_size=4)
+    assert client.decoder is None
+    tasks = [Task.from_row(r) for r in rows]
+    sampled = run_episodes(tasks, client, prompts(), temperature=1.5, top_k=1, max_tokens=10)
+    assert [e.final for e in sampled] == [g["final"] for g in greedy]

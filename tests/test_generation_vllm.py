@@ -52,6 +52,15 @@ def test_engine_and_sampling_arguments():
     greedy = sampling_args(0.0, 1024, seed=3)
     assert greedy["temperature"] == 0.0 and "seed" not in greedy and greedy["max_tokens"] == 1024
     assert sampling_args(0.7, 16, seed=3)["seed"] == 3
+    assert (greedy["top_p"], greedy["top_k"]) == (1.0, -1)  # vLLM writes "no top-k" as -1
+
+
+def test_nucleus_and_top_k_reach_vllms_sampling_params(tokenizer):
+    prompts = AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
+    llm = FakeLLM(tokenizer, ["draft", "final"])
+    chat = VLLMChat(llm, tokenizer, FakeSamplingParams, seed=0)
+    run_episodes([Task("s1", "林青道：“走吧。”", [], {})], chat, prompts, temperature=0.7, max_tokens=64, top_p=0.9, top_k=40)
+    assert [(c[1].kwargs["top_p"], c[1].kwargs["top_k"]) for c in llm.calls] == [(0.9, 40), (0.9, 40)]
 
 
 def test_both_roles_run_through_vllm_with_chat_template_prompts(tokenizer):
@@ -101,3 +110,44 @@ def test_make_client_builds_the_engine(monkeypatch, tmp_path, tokenizer):
     client = make_client(str(tmp_path), {"seed": 5}, "cuda")
     assert built["model"] == str(tmp_path) and built["seed"] == 5
     assert client.chat([{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=4).text == "x"
+
+
+def test_the_generate_stage_leaves_fork_usable_for_the_vllm_engine(tmp_path, monkeypatch):
+    """vLLM 0.10.2 runs its engine in a child process and forks it unless CUDA is initialised here
+    (``torch.cuda.is_initialized()``). torch's plain ``is_available()`` calls cudaGetDeviceCount
+    (``torch._C._cuda_getDeviceCount``), which leaves is_initialized() False but poisons fork: the
+    engine would die with "Cannot re-initialize CUDA in forked subprocess". The stage script must
+    count GPUs through NVML instead. torch here is a CPU build, so it stands in for a CUDA build with
+    one GPU; the real fork on a GPU is bench/fork_after_gpu_check.py."""
+    import runpy
+
+    import pandas as pd
+    import torch
+
+    from audiobook_rl import generation, gpus
+
+    poisoning = []
+    monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
+    monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: 1)
+    monkeypatch.setattr(torch._C, "_cuda_getDeviceCount", lambda: poisoning.append("cudaGetDeviceCount") or 1, raising=False)
+    monkeypatch.setenv(gpus.NVML_CHECK, "0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # the job's GPU, as a cluster would give it
+    at_engine_start = {}
+
+    def vllm_backend(model_dir, settings, device):
+        at_engine_start.update(device=device, poisoned=list(poisoning), initialized=torch.cuda.is_initialized())
+        raise UserError("stop here: vLLM itself is not installed on this machine")
+
+    monkeypatch.setitem(generation.BACKENDS, "vllm", vllm_backend)
+    pd.DataFrame([{"extra_info": {"slice_id": "s1"}}]).to_parquet(tmp_path / "val.parquet")
+    smk = SimpleNamespace(
+        threads=1, rule="generate", wildcards=SimpleNamespace(step="1000"), resources=SimpleNamespace(gpu=1),
+        input=SimpleNamespace(model=str(tmp_path), val=str(tmp_path / "val.parquet"),
+                              create_prompt=str(REPO / "config/prompts/create.md"),
+                              rewrite_prompt=str(REPO / "config/prompts/rewrite.md")),
+        params=SimpleNamespace(generate={"backend": "vllm"}), output=[str(tmp_path / "out.jsonl")],
+        log=[str(tmp_path / "generate.log")],
+    )
+    with pytest.raises(SystemExit):
+        runpy.run_path(str(REPO / "scripts/generate.py"), init_globals={"snakemake": smk})
+    assert at_engine_start == {"device": "cuda", "poisoned": [], "initialized": False}

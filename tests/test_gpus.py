@@ -96,6 +96,33 @@ def test_a_job_waits_for_a_gpu_and_gets_the_one_a_killed_job_held(machine):
     assert "waiting for 1 free GPU(s) of 0,1" in said and "GPU 1: generate step " in said and ", pid " in said
 
 
+FORKER = """
+import os, sys, time
+from audiobook_rl.gpus import claim
+claim(2, "train.gpus_per_node", holder="train_grpo (verl)")
+child = os.fork()
+if child == 0:  # a runner process, as Agent Lightning forks them; it outlives the job
+    time.sleep(300)
+    os._exit(0)
+print(child, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_forked_child_that_outlives_a_killed_job_holds_no_gpu(machine):
+    job = subprocess.Popen([sys.executable, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    orphan = int(job.stdout.readline())
+    try:
+        os.kill(job.pid, signal.SIGKILL)  # the stage is killed (OOM, scancel); its runner lives on
+        job.wait(timeout=30)
+        os.kill(orphan, 0)  # still alive
+        nxt = Claimer(2, "train_grpo of the next run")
+        assert nxt.claimed(timeout=10) == ("0,1", "0,1"), "an orphaned child of a killed job kept its GPUs"
+        nxt.release()
+    finally:
+        os.kill(orphan, signal.SIGKILL)
+
+
 def test_a_job_needing_two_gpus_never_takes_one_of_them_while_the_other_is_held(machine):
     first = Claimer(2, "train_grpo")
     assert first.claimed() == ("0,1", "0,1")

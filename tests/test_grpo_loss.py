@@ -82,10 +82,10 @@ def test_both_calls_of_an_episode_share_the_group_and_advantage():
 
     episodes = [episode("t1", r) for r in (1.0, 0.0, 0.5, 0.5)] + [episode("t2", r) for r in (0.2, 0.4, None, 0.4)]
     rows = episode_rows(episodes, [e.task_id for e in episodes])
-    assert len(rows) == 16 and [r.response_ids for r in rows[:2]] == [[3], [6, 7]]
+    # a judge failure (None) is no reward of 0: its whole group (t2) stays out of the update
+    assert {r.group for r in rows} == {"t1"}
+    assert len(rows) == 8 and [r.response_ids for r in rows[:2]] == [[3], [6, 7]]
     # group t1 = 8 rows (4 episodes x 2 calls): mean 0.5, unbiased std over the 8 duplicated rewards
     std = math.sqrt((2 * 0.25 + 2 * 0.25) / 7)
     assert rows[0].advantage == rows[1].advantage == pytest.approx(0.5 / (std + 1e-6))
     assert rows[2].advantage == rows[3].advantage == pytest.approx(-0.5 / (std + 1e-6))
-    # a judge failure (None) counts as reward 0, as verl's fill value
-    assert rows[12].reward == 0.0 and rows[12].advantage < 0

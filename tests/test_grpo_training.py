@@ -19,7 +19,6 @@ from audiobook_rl.training.export_local import export_local
 from audiobook_rl.training.local_grpo import train_local
 from grpo_helpers import TINY_TRAIN, prompts, shared_tiny_policy, tiny_rows
 
-TIMING = {"seconds", "rollout_seconds"}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +36,8 @@ def _metrics(root):
 
 
 def _untimed(lines):
-    return [{k: v for k, v in m.items() if k not in TIMING} for m in lines]
+    """Metrics lines without their timings (every timing key ends in "seconds" or "_s")."""
+    return [{k: v for k, v in m.items() if not k.endswith(("seconds", "_s"))} for m in lines]
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,9 @@ def test_metrics_and_checkpoint_layout(uninterrupted):
         assert {"train_reward", "loss", "clip_frac", "response_length", "seconds"} <= set(m)
         assert 0.0 <= m["train_reward"] <= 1.0 and 0.0 <= m["clip_frac"] <= 1.0
     assert [m["step"] for m in lines if "val_reward" in m] == [0, 2, 3]  # test_freq 2 and the last step
+    # Mode collapse is visible per step: the share of distinct final scripts, in training and validation.
+    assert all(0.0 < m["train_distinct_share"] <= 1.0 and "train_cross_similarity" in m for m in lines[1:])
+    assert all(0.0 < m["val_distinct_share"] <= 1.0 for m in lines if "val_reward" in m)
     # save_freq 2, the last step, and the best validation step (if it beat step 0)
     assert {2, 3} <= set(saved_steps(root)) <= {1, 2, 3}
     assert summary["saved_steps"] == saved_steps(root)
@@ -148,3 +151,29 @@ def test_one_update_raises_the_likelihood_of_both_calls_of_a_good_episode(setup)
     after = logp(good)
     assert after[0] > before[0] and after[1] > before[1]  # create and rewrite both learned
     assert stats["ratio_mean"] == pytest.approx(1.0)  # one mini-batch: π_old is the current policy
+
+
+def test_the_collapse_guard_stops_a_run_with_nothing_to_learn_and_keeps_what_it_made(setup, tmp_path):
+    # Sampled at an absurd temperature, no final script parses: every reward is 0, every advantage 0.
+    base, rows = setup
+    root = tmp_path / "run"
+    settings = dict(TINY_TRAIN, total_steps=6, save_freq=1, collapse_patience=2,
+                    rollout={**TINY_TRAIN["rollout"], "temperature": 50.0})
+    with pytest.raises(UserError) as err:
+        _train(base, rows, root, settings)
+    message = str(err.value)
+    assert message.startswith("training collapsed at step 2 of 6: for 2 steps in a row no sampled final script was valid JSON")
+    assert "train.rollout.temperature" in message and "train.lr" in message and str(root) in message
+    assert "\n" not in message
+    lines = _metrics(root)
+    assert [m["step"] for m in lines] == [0, 1, 2] and lines[-1]["collapse"] == "no sampled final script was valid JSON"
+    assert saved_steps(root) == [1, 2]  # the checkpoints so far are kept
+
+
+def test_the_guard_lets_a_run_end_that_reaches_its_last_step_or_is_switched_off(setup, tmp_path):
+    base, rows = setup
+    hot = {**TINY_TRAIN["rollout"], "temperature": 50.0}
+    summary = _train(base, rows, tmp_path / "a", dict(TINY_TRAIN, total_steps=2, collapse_patience=2, rollout=hot))
+    assert summary["total_steps"] == 2 and "collapse" not in _metrics(tmp_path / "a")[-1]
+    _train(base, rows, tmp_path / "b", dict(TINY_TRAIN, total_steps=3, collapse_patience=0, rollout=hot))
+    assert [m["step"] for m in _metrics(tmp_path / "b")] == [0, 1, 2, 3]

@@ -1,17 +1,31 @@
-"""The rubric judge: ranking properties, known answers, injection, weights from config."""
+"""The rubric judge: ranking properties, known answers, what cannot be earned without the text,
+speakers scored on quotes, injection, weights from config."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
-from loopback.damage import break_json, drop_segment, dumps, flatten_tones, merge_all, story_cases, swap_speaker
+from loopback.damage import (
+    break_json,
+    copied_sentences,
+    drop_segment,
+    dumps,
+    flatten_tones,
+    half_text,
+    merge_all,
+    story_cases,
+    stub,
+    swap_speaker,
+    wrong_speakers,
+)
 from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE
 
 from audiobook_rl.config import load_config
 from audiobook_rl.errors import UserError
 from audiobook_rl.judging import DIMENSIONS, SEED_WEIGHTS, make_judge
-from audiobook_rl.judging.rubric import RubricJudge
+from audiobook_rl.judging.rubric import RubricJudge, align, quote_credits, speaker_accuracy
 from audiobook_rl.llm import repo_path
 from audiobook_rl.script import from_dicts
 
@@ -32,7 +46,7 @@ def test_perfect_copy_scores_one_on_every_dimension(cases):
     for case in [{"text": SOURCE, "script": REF, "aliases": {}}, *cases]:
         v = score(dumps(case["script"]), case["script"], case["text"], case["aliases"])
         assert v.overall == 1.0 and set(v.scores.values()) == {1.0}, (case.get("id"), v.reasons)
-        assert v.error is None and (v.backend, v.model) == ("rubric", "rubric-v1")
+        assert v.error is None and (v.backend, v.model) == ("rubric", "rubric-v2")
 
 
 def test_each_damage_costs_and_damage_accumulates_monotonically(cases):
@@ -53,35 +67,70 @@ def test_each_damage_costs_and_damage_accumulates_monotonically(cases):
         calm = all(seg.tone == "平静" and seg.intensity == 1 for seg in swapped)
         for before, after in zip(chain, chain[1:]):
             assert after < before or (calm and after == before), (case.get("id"), chain)
-        for damage in (drop_segment, swap_speaker, merge_all):
+        for damage in (drop_segment, swap_speaker, merge_all, half_text, stub):
             assert s(damage(ref)) < 1.0
 
 
 def test_known_answers_on_a_hand_made_reference():
-    # Dropping "你还敢来？": 4 of the 33 compared characters (punctuation is not compared).
+    # Dropping "你还敢来？": 4 of the 33 compared characters (punctuation is not compared), so the
+    # candidate covers 29/33 of the reference; every dimension but completeness is scaled by that.
+    cov = 29 / 33
     v = score(dumps([REF[0], REF[2], REF[3]]))
-    assert v.scores["format"] == 1.0
-    assert v.scores["completeness"] == pytest.approx(2 * 29 / (29 + 33), abs=1e-6)
-    assert v.scores["speaker"] == pytest.approx(0.75)  # 3 of 4 reference segments found, all right
-    assert v.scores["emotion"] == pytest.approx(0.75)
+    assert v.scores["format"] == pytest.approx(cov, abs=1e-6)
+    assert v.scores["completeness"] == pytest.approx(cov * 29 / 29, abs=1e-6)  # coverage × precision
+    # Quotes: the dropped one earns 0, the other is right (0.5); narration all kept (1).
+    assert v.scores["speaker"] == pytest.approx((0.9 * 0.5 + 0.1 * 1.0) * cov, abs=1e-6)
+    assert v.scores["emotion"] == pytest.approx(0.75 * cov, abs=1e-6)
     # Boundaries: both of the candidate's match two of the reference's three -> F1 0.8; both pause
-    # as the reference does there (300 ms) -> delay closeness 1.
+    # as the reference does there (300 ms), the third reference boundary is missing -> delay 2/3.
     assert "2 of 2 boundaries" in v.reasons["segmentation"]
-    assert v.scores["segmentation"] == pytest.approx(0.6 * 0.8 + 0.4 * 1.0)
+    assert v.scores["segmentation"] == pytest.approx((0.6 * 0.8 + 0.4 * 2 / 3) * cov, abs=1e-6)
     # The same split with the pause of a paragraph end where the reference pauses 300 ms: 1 - 500/300 -> 0.
     slow = [REF[0].__class__(**{**REF[0].to_dict(), "delay": 800}), REF[2], REF[3]]
-    assert score(dumps(slow)).scores["segmentation"] == pytest.approx(0.6 * 0.8 + 0.4 * 0.5)
+    assert score(dumps(slow)).scores["segmentation"] == pytest.approx((0.6 * 0.8 + 0.4 * 1 / 3) * cov, abs=1e-6)
 
-    # The narrator speaking a character's line: half credit on that segment (narration vs dialogue wrong,
-    # nothing right) -> 0; the rest right.
+    # The narrator speaking a character's line: that quote earns 0, the other 1.
     wrong = [REF[0], REF[1].__class__(**{**REF[1].to_dict(), "speaker": "旁白"}), REF[2], REF[3]]
-    assert score(dumps(wrong)).scores["speaker"] == pytest.approx(0.75)
-    # Another character's name: narration vs dialogue right -> half credit on that segment.
+    assert score(dumps(wrong)).scores["speaker"] == pytest.approx(0.9 * 0.5 + 0.1)
+    # Another character's name: 0.1 for that quote (dialogue told apart from narration, nothing more).
     other = [REF[0], REF[1].__class__(**{**REF[1].to_dict(), "speaker": "那汉子"}), REF[2], REF[3]]
-    assert score(dumps(other)).scores["speaker"] == pytest.approx((1 + 0.5 + 1 + 1) / 4)
+    assert score(dumps(other)).scores["speaker"] == pytest.approx(0.9 * (0.1 + 1) / 2 + 0.1)
     # Same tone family (轻蔑 vs 愤怒: 激烈), same intensity: 0.7 * 0.5 + 0.3 on that segment.
     near = [REF[0], REF[1].__class__(**{**REF[1].to_dict(), "tone": "愤怒"}), REF[2], REF[3]]
     assert score(dumps(near)).scores["emotion"] == pytest.approx((3 + 0.65) / 4)
+
+
+def test_a_wrong_name_in_a_quote_earns_at_most_a_fifth_of_it():
+    other = [REF[0], REF[1].__class__(**{**REF[1].to_dict(), "speaker": "那汉子"}), REF[2], REF[3]]
+    credits = quote_credits(align(REF, from_dicts([s.to_dict() for s in other])), {})
+    assert credits[0] <= 0.2 and credits[1] == 1.0
+    # Half of a quote to the right person, half to the wrong one: between the two.
+    split = [REF[0], REF[1].__class__(**{**REF[1].to_dict(), "content": "你还"}),
+             REF[1].__class__(**{**REF[1].to_dict(), "content": "敢来？", "speaker": "那汉子"}), REF[2], REF[3]]
+    assert quote_credits(align(REF, split), {})[0] == pytest.approx((2 + 2 * 0.1) / 4)
+
+
+def test_every_quote_to_the_wrong_person_scores_at_most_0_3_on_speaker(cases):
+    for case in [{"text": SOURCE, "script": REF, "aliases": {}}, *cases]:
+        ref = case["script"]
+        if all(s.speaker == "旁白" for s in ref):
+            continue
+        # Narration is all right here, and still cannot lift the speaker score above 0.3.
+        for damaged in (wrong_speakers(ref, case["aliases"]), [dataclasses.replace(s, speaker="旁白") for s in ref]):
+            v = score(dumps(damaged), ref, case["text"], case["aliases"])
+            assert v.scores["speaker"] <= 0.3, (case.get("id"), v.reasons["speaker"])
+            assert v.scores["completeness"] == 1.0 and v.overall < 1.0
+
+
+def test_speaker_accuracy_counts_quotes_given_to_the_right_person():
+    assert speaker_accuracy(REF, REFERENCE_JSON) == (2, 2)
+    other = [REF[0], REF[1].__class__(**{**REF[1].to_dict(), "speaker": "林大侠"}), REF[2], REF[3]]
+    assert speaker_accuracy(REF, dumps(other)) == (1, 2)
+    assert speaker_accuracy(REFERENCE_JSON, dumps(other), {"林大侠": "林青"}) == (2, 2)  # alias-aware
+    assert speaker_accuracy(REF, dumps(merge_all(REF))) == (0, 2)  # every quote read as narration
+    assert speaker_accuracy(REF, dumps(REF[:2])) == (1, 2)  # a quote left out is not right
+    assert speaker_accuracy(REF, "我无法完成这个任务。") == (0, 2)
+    assert speaker_accuracy([REF[0]], REFERENCE_JSON) == (0, 0)  # no quote, nothing to count
 
 
 def test_aliases_of_the_reference_count_as_the_same_person():
@@ -98,9 +147,39 @@ def test_format_ranks_strict_above_repaired_above_partly_invalid():
     bad_item = json.loads(REFERENCE_JSON)
     bad_item[1]["intensity"] = 9
     partly = score(json.dumps(bad_item, ensure_ascii=False)).scores["format"]
-    assert strict == 1.0 and fenced == wrapped == 0.8 and partly == 0.75
+    # The invalid entry is dropped, so the script also misses its text: 3/4 valid × coverage 29/33.
+    assert strict == 1.0 and fenced == wrapped == 0.8 and partly == pytest.approx(0.75 * 29 / 33, abs=1e-6)
     unreadable = score("我无法完成这个任务。")
     assert unreadable.overall == 0.0 and "unreadable" in unreadable.reasons["format"]
+
+
+def test_text_left_out_cannot_be_made_up_by_form(cases):
+    # A stub (a speech tag and one invented line), a copied sentence (alone or repeated) and the
+    # same output for every excerpt, against references of realistic length: low overall and on
+    # each dimension about the text's segments.
+    full = [c for c in cases if len(c["text"]) >= 100]
+    checked = 0
+    for i, case in enumerate(full):
+        ref, text = case["script"], case["text"]
+        candidates = {"stub": stub(ref), "same output for every input": full[(i + 1) % len(full)]["script"]}
+        for k, sentence in enumerate(copied_sentences(text)):
+            share = len(_compared(sentence[0].content)) / len(_compared(text))
+            v = score(dumps(sentence), ref, text, case["aliases"])
+            assert v.overall <= share, (case["id"], k)  # never more than the share of the text it reads
+            if share <= 1 / 3:  # one sentence among several
+                candidates[f"sentence {k}"] = sentence
+                candidates[f"sentence {k} repeated"] = sentence * 5
+        for name, cand in candidates.items():
+            v = score(dumps(cand), ref, text, case["aliases"])
+            assert v.overall <= 0.25, (case["id"], name, v.overall)
+            for d in ("speaker", "emotion", "segmentation"):
+                assert v.scores[d] <= 0.15, (case["id"], name, d, v.reasons[d])
+            checked += 1
+    assert len(full) >= 5 and checked >= 40
+
+
+def _compared(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalnum())
 
 
 def test_invented_text_costs_completeness():

@@ -9,7 +9,7 @@ from audiobook_rl.preflight import check_generation, check_keys, check_training,
 
 GOOD = {
     "verl": "0.6.1", "agentlightning": "0.3.0", "vllm": "0.10.2", "litellm": "1.80.0",
-    "opentelemetry-api": "1.44.0", "opentelemetry-sdk": "1.44.0",
+    "opentelemetry-api": "1.44.0", "opentelemetry-sdk": "1.44.0", "flash-attn": "2.8.3",
 }
 TRAIN = {"backend": "verl", "gpus_per_node": 2}
 JUDGE = {"backend": "glm"}
@@ -43,7 +43,12 @@ def test_this_cpu_machine_gets_one_sentence_per_problem():
         ({"agentlightning": "1.0.2"}, "agentlightning==0.3.0"),
         ({"opentelemetry_sdk": "1.45.1"}, "opentelemetry-sdk 1.45.1"),
         ({"vllm": "0.11.0"}, "vllm 0.11.0 is installed"),
+        # verl 0.6.1 gets token ids only from vLLM's own return_token_ids (0.10.2+): no training data before
+        ({"vllm": "0.10.1"}, "vllm 0.10.1 is installed but the seed stack needs vllm >= 0.10.2"),
+        ({"vllm": "0.9.2"}, "vllm 0.9.2 is installed"),
         ({"litellm": None}, "litellm is not installed"),
+        # verl's FSDP workers import flash_attn.bert_padding minutes into the run
+        ({"flash_attn": None}, "flash-attn is not installed but verl's FSDP workers import it; install it after torch"),
     ],
 )
 def test_version_traps_are_named(changes, needle):

@@ -70,14 +70,18 @@ def overfit_run(tmp_path_factory):
 
 def test_headline_names_best_checkpoint_its_score_the_baseline_and_the_change(overfit_run):
     _, html = overfit_run
-    # step 20: (0.55 + 0.60 + 0.50) / 3 = 0.55 (its judge failure left out); baseline 0.125 → +340%
-    assert "The best checkpoint is step 20: validation score 0.550 (n = 3) against 0.125 for the baseline (step 0), +340.0%." in html
+    # step 20: (0.55 + 0.60 + 0.50) / 3 = 0.55 (its judge failure left out); baseline 0.125 → +340%.
+    # Paired on the three slices both scored: +0.45, +0.45, +0.38 → +0.427, its interval first.
+    assert (
+        '<p class="headline ok">Step 20 improves on the baseline (step 0): +0.427 (95% paired interval +0.380 to +0.450), '
+        "+340.0% relative; validation score 0.550 (n = 3) against 0.125 for the baseline (step 0).</p>"
+    ) in html
 
 
 def test_checkpoint_table_values(overfit_run):
     _, html = overfit_run
     page = Page(html)
-    header = ["mean ± std", "95% CI", "n", "failures", "format", "complete", "speaker", "emotion", "segment.", "JSON valid", "schema valid", "segments", "vs baseline"]
+    header = ["mean ± std", "95% CI", "n", "failures", "format", "complete", "speaker", "emotion", "segment.", "speaker acc.", "distinct", "alike", "JSON valid", "schema valid", "segments", "vs baseline"]
     base = page.row("base (step 0)")
     assert len(base) == 1 + len(header)
     cells = dict(zip(header, base[1:]))
@@ -86,17 +90,21 @@ def test_checkpoint_table_values(overfit_run):
     assert cells["format"] == "0.750"  # one unparseable output scored 0 on format
     assert cells["JSON valid"] == "75%" and cells["segments"] == "1.8"  # 3 + 0 + 2 + 2 entries
     assert cells["vs baseline"] == "baseline"
+    # Five quotes in the references (two in v1, one in each other slice); v2's output does not parse.
+    assert cells["speaker acc."] == "80% (4/5)"
+    assert cells["distinct"] == "100%"
 
     best = dict(zip(header, page.row("step 20")[1:]))
     assert page.row("step 20")[0] == "step 20 ★ best"
     assert best["mean ± std"] == "0.550 ± 0.050"
     assert best["n"] == "3/4" and best["failures"] == "1"
     assert best["completeness" if "completeness" in best else "complete"] == "0.550"
-    assert best["vs baseline"] == "+340.0%"
-    assert dict(zip(header, page.row("step 10")[1:]))["vs baseline"] == "+240.0%"
+    assert best["vs baseline"] == "+0.427 (+340.0%)"
+    assert best["speaker acc."] == "100% (5/5)"
+    assert dict(zip(header, page.row("step 10")[1:]))["vs baseline"] == "+0.300 (+240.0%)"
     step30 = dict(zip(header, page.row("step 30")[1:]))
     assert step30["JSON valid"] == "100%"  # the fenced output was repaired, still JSON
-    assert step30["vs baseline"] == "+260.0%"
+    assert step30["vs baseline"] == "+0.325 (+260.0%)"
 
 
 def test_judge_failures_are_counted_not_scored_zero(overfit_run, tmp_path):
@@ -112,19 +120,22 @@ def test_judge_failures_are_counted_not_scored_zero(overfit_run, tmp_path):
 
 def test_overfitting_note_says_where_and_by_how_much(overfit_run):
     _, html = overfit_run
-    assert "Over-fitting: The validation reward peaked at step 20 (0.552) and fell to 0.450 by step 30 (−0.102" in html
-    assert "training reward kept rising" in html
+    # Step 30 vs step 20 on the three slices both scored: −0.1 each, so the interval excludes 0.
+    assert (
+        '<div class="callout bad"><strong>Over-fitting: step 30 scores 0.450 against 0.550 at step 20, the best checkpoint: '
+        "-0.100 (95% paired interval -0.100 to -0.100), while the smoothed training reward kept rising"
+    ) in html
 
 
 def test_no_overfitting_note_when_validation_keeps_rising(tmp_path):
     html = render(fx.write_run(tmp_path, overfit=False))
     assert "Over-fitting" not in html
-    assert "No sign of over-fitting" in html
+    assert "No sign of over-fitting: the last evaluated checkpoint, step 30, scores highest." in html
 
 
 def test_small_n_warning_and_its_threshold(overfit_run, tmp_path):
     _, html = overfit_run
-    assert "Only n = 3 validation slices were scored for step 20 (fewer than 20)" in html
+    assert "Only n = 3 validation slices were scored for step 20 (fewer than 20): the intervals are wide" in html
     assert "Only n = 3" not in render(fx.write_run(tmp_path), min_n=3)
 
 
@@ -137,8 +148,94 @@ def test_overlapping_intervals_warn_that_ranking_is_unreliable(tmp_path):
         row["overall"] = value
     scores.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     html = render(paths)
-    assert "overlaps that of step(s) 30" in html
+    assert "The best checkpoint (step 20) cannot be told apart from step(s) 10, 30: their paired 95% intervals include 0" in html
     assert "the ranking among these checkpoints is not reliable" in html
+    # The training-time validation curve still falls from 0.552 to 0.45, but the one rule (the paired
+    # interval of step 30 vs step 20) calls the drop noise: no red over-fitting box beside that warning.
+    assert "Over-fitting" not in html and 'class="callout bad"' not in html
+    assert "No clear sign of over-fitting: step 30 scores 0.537 against 0.550 at step 20" in html
+    assert "which includes 0, so the drop is within noise." in html
+
+
+def rewrite_step(paths: dict, step: int, overall: list[float], finals: list[str] | None = None) -> None:
+    """Give ``step`` these overall scores per validation slice (and these final scripts)."""
+    outputs, scores = (Path(p) for p in paths["evals"][step])
+    rows = [json.loads(line) for line in scores.read_text(encoding="utf-8").splitlines()]
+    for row, value in zip(rows, overall):
+        row.update(overall=value, error=None, scores={d: value for d in row["scores"] or fx.DIMENSIONS})
+    scores.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    if finals is not None:
+        outs = [json.loads(line) for line in outputs.read_text(encoding="utf-8").splitlines()]
+        for out, final in zip(outs, finals):
+            out.update(final=final, draft=final, final_notes=None)
+        outputs.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in outs), encoding="utf-8")
+
+
+STUB = json.dumps([fx.seg("旁白", "陆青崖道："), fx.seg("陆青崖", "今晚的酒，我请了。", "喜悦", 3, 800)], ensure_ascii=False)
+
+
+def test_a_checkpoint_whose_outputs_ignore_their_input_is_never_an_improvement(tmp_path):
+    # Step 20 writes the same stub for every excerpt, and the judge scores it clearly above the
+    # baseline on every slice (as a judge that rewards form would).
+    paths = fx.write_run(tmp_path, steps=(0, 10, 20))
+    rewrite_step(paths, 20, [0.70, 0.75, 0.72, 0.71], [STUB] * 4)
+    html = render(paths)
+    rows = {r.step: r for r in checkpoint_rows(load_run(paths["metrics"], paths["labels"], paths["evals"], paths["val"]), fx.DEFAULT_SETTINGS)}
+    assert rows[20].is_best and rows[20].diff_ci[0] > 0  # the score alone would call it a clear gain
+    assert rows[20].diversity.distinct == 1 and rows[20].diversity.ignores_input
+    assert not rows[10].diversity.ignores_input
+
+    headline = re.search(r'<p class="headline (\w+)">(.*?)</p>', html).groups()
+    assert headline[0] == "bad" and headline[1].startswith("Not an improvement: step 20 scores highest, +0.595 (95% paired interval")
+    assert "its outputs ignore their input (1 distinct script(s) for 4 excerpts" in headline[1]
+    # The checkpoint that does follow its input is named with its own paired difference.
+    assert headline[1].endswith(
+        "The best checkpoint whose outputs follow their input, step 10: +0.300 (95% paired interval +0.240 to +0.340), "
+        "+240.0% relative (an improvement)."
+    )
+    assert "improves on" not in html
+    assert (
+        "Step 20 ignores its input: 1 distinct script(s) for 4 excerpts, and the outputs of different excerpts are 1.00 alike"
+    ) in html
+    assert "mode collapse, not an improvement" in html
+    cells = dict(zip(["distinct", "alike"], Page(html).row("step 20 ★ best")[11:13]))
+    assert cells == {"distinct": "25%", "alike": "1.00"}
+    assert Page(html).row("step 20 ★ best")[-1] == "+0.595 (+476.0%)"
+    # The change tile is not green and says why.
+    tile = html.split("change vs baseline (paired)")[1].split("</div></div>")[0]
+    assert 'class="v down"' in tile and "outputs ignore their input" in tile
+
+
+def test_headline_says_no_clear_change_when_the_paired_interval_includes_0(tmp_path):
+    paths = fx.write_run(tmp_path, steps=(0, 10))
+    rewrite_step(paths, 0, [0.30, 0.50, 0.40, 0.60])
+    rewrite_step(paths, 10, [0.50, 0.35, 0.55, 0.45])  # +0.2, −0.15, +0.15, −0.15: mean +0.0125
+    html = render(paths)
+    headline = re.search(r'<p class="headline (\w+)">(.*?)</p>', html).groups()
+    assert headline[0] == "neutral"
+    assert headline[1].startswith("No clear change: the best checkpoint, step 10, differs from the baseline (step 0) by +0.013 (95% paired interval -0.")
+    assert "+2.8% relative; validation score 0.462 (n = 4) against 0.450 for the baseline (step 0)." in headline[1]
+    assert "improves" not in html
+    tile = html.split("change vs baseline (paired)")[1].split("</div></div>")[0]
+    assert 'class="v "' in tile and "no clear change" in tile
+    assert Page(html).row("step 10 ★ best")[-1] == "+0.013 (+2.8%)"
+
+
+def test_a_gain_below_the_smallest_change_is_no_clear_change(tmp_path):
+    # +0.007 on every slice: the paired interval excludes 0, but the gain is below
+    # report.overfit_min_drop (0.01), so it is not called an improvement (nor "+400 %" in green).
+    paths = fx.write_run(tmp_path, steps=(0, 10))
+    rewrite_step(paths, 0, [0.001, 0.002, 0.002, 0.003])
+    rewrite_step(paths, 10, [0.008, 0.009, 0.009, 0.010])
+    html = render(paths)
+    headline = re.search(r'<p class="headline (\w+)">(.*?)</p>', html).groups()
+    assert headline == ("neutral", (
+        "No clear change: the best checkpoint, step 10, differs from the baseline (step 0) by +0.007 "
+        "(95% paired interval +0.007 to +0.007), +350.0% relative; validation score 0.009 (n = 4) against "
+        "0.002 for the baseline (step 0)."
+    ))
+    assert "Step 10 vs baseline: paired difference +0.007, 95% bootstrap interval [+0.007, +0.007]: smaller than the smallest change counted" in html
+    assert "Step 10 improves" in render(paths, overfit_min_drop=0.005)
 
 
 INJECTED = [fx.INJECT_TEXT, fx.INJECT_CONTENT, fx.INJECT_SPEAKER, fx.INJECT_REASON, fx.INJECT_ERROR, fx.INJECT_MODEL, "<script>alert(4)</script>"]
@@ -201,7 +298,7 @@ def test_config_hash_ignores_report_settings():
 def test_empty_metrics(tmp_path):
     html = render(fx.write_run(tmp_path, metrics=[]))
     assert "No training metrics to plot" in html
-    assert "The best checkpoint is step 20" in html
+    assert "Step 20 improves on the baseline (step 0)" in html
     assert html.count("<svg") == 1  # the checkpoint chart only
 
 
@@ -210,7 +307,7 @@ def test_metrics_without_validation_reward_use_checkpoint_scores(tmp_path):
     html = render(fx.write_run(tmp_path, metrics=rows))
     assert "No validation reward was logged during training" in html
     # checkpoints: 0.125, 0.425, 0.55 (step 20), 0.45 → the drop after step 20 is still reported
-    assert "checkpoint validation score peaked at step 20 (0.550) and fell to 0.450 by step 30" in html
+    assert "Over-fitting: step 30 scores 0.450 against 0.550 at step 20, the best checkpoint" in html
 
 
 def test_single_checkpoint(tmp_path):
@@ -266,3 +363,17 @@ def test_policy_named_by_its_model_id_or_the_policy_section(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct", "architectures": ["Qwen2ForCausalLM"]}))
     assert policy_identity({"backend": "verl"}, tmp_path) == "verl / Qwen/Qwen2.5-1.5B-Instruct (Qwen2ForCausalLM)"
     assert policy_identity({"backend": "verl"}, tmp_path / "absent", {"pretrained": "m/x"}) == "verl / m/x"
+
+
+def test_a_run_that_trained_on_nothing_is_shown_as_collapsed(tmp_path):
+    # Every sampled final script unreadable from step 4 on: the collapse guard's rule, read back from
+    # the metrics (a run reaches the report this way when the collapse came at its last steps or the
+    # guard was switched off).
+    metrics = [dict(m, train_json_valid=0.0 if m["step"] >= 4 else 0.5, train_reward_group_std=0.1)
+               for m in fx.metrics_rows(True)]
+    paths = fx.write_run(tmp_path, metrics=metrics)
+    html = render(paths)
+    assert "Training collapsed: by step 6, for 3 steps in a row, no sampled final script was valid JSON" in html
+    assert "train.rollout.temperature" in html
+    healthy = render(fx.write_run(tmp_path / "healthy"))
+    assert "Training collapsed" not in healthy

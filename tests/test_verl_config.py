@@ -151,5 +151,29 @@ def test_agent_lightning_accepts_the_dict(tmp_path):
     import agentlightning as agl
 
     algorithm = agl.VERL(build(ckpt=tmp_path))
-    assert algorithm.config.actor_rollout_ref.rollout.agent.custom_async_server.name == "PatchedvLLMServer"
     assert algorithm.config.trainer.save_freq == 200
+
+
+def test_rollout_sampling_filters_reach_verls_vllm_settings(tmp_path):
+    cfg = check_verl_config(build_verl_config(train(top_p=0.9, top_k=40), N_TRAIN, MODEL, tmp_path))
+    assert (cfg.actor_rollout_ref.rollout.top_p, cfg.actor_rollout_ref.rollout.top_k) == (0.9, 40)
+    off = build(train(top_p=1.0, top_k=0))["actor_rollout_ref"]["rollout"]
+    assert (off["top_p"], off["top_k"]) == (1.0, -1)  # vLLM writes "no top-k" as -1
+
+
+def test_verl_serves_rollouts_with_its_own_vllm_server_so_token_ids_need_vllm_0_10_2():
+    """Agent Lightning's config names a patched vLLM server (``custom_async_server``) that returns
+    token ids, but verl 0.6.1 only declares the key and never reads it: the rollouts are served by
+    verl's own server, and the ids come from vLLM's ``return_token_ids`` (requested by Agent
+    Lightning's proxy, see tests/test_agent_training_path.py), which vLLM has from 0.10.2 on."""
+    from pathlib import Path
+
+    import verl
+
+    from audiobook_rl.preflight import check_vllm
+
+    root = Path(verl.__file__).parent
+    readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "custom_async_server" in p.read_text())
+    assert readers == ["workers/config/rollout.py"]  # the dataclass field, nothing else
+    assert check_vllm(lambda name: "0.10.2") == []
+    assert "vllm >= 0.10.2" in check_vllm(lambda name: "0.10.1")[0]

@@ -95,3 +95,61 @@ def test_a_submitted_job_keeps_its_runtime_env_and_the_training_variables_win(mo
         "runtime_env": {"env_vars": {"A": "1", "VERL_FILE_LOGGER_PATH": "/new", "B": "2"}, "pip": ["x"]},
         "metadata": {"k": "v"},
     }
+
+
+LOCAL_DRIVER = """
+import json, sys
+from types import SimpleNamespace
+import ray
+from audiobook_rl.training import verl_backend
+from verl_helpers import seed_config
+
+class Trainer:
+    def __init__(self, **kwargs):
+        pass
+
+    def fit(self, agent, train_rows, val_dataset=None):
+        # agentlightning.verl.entrypoint.run_ppo:
+        if not ray.is_initialized():
+            ray.init(runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "true"}})
+        print("GCS", ray.get_runtime_context().gcs_address, flush=True)
+
+verl_backend.check_training = lambda *a, **k: []
+verl_backend._agentlightning = lambda: SimpleNamespace(
+    Trainer=Trainer, VERL=lambda *a, **k: None, OtelTracer=lambda: None, LlmProxyTraceToTriplet=lambda: None)
+train = {**seed_config()["train"], "total_steps": 2, "save_freq": 2, "test_freq": 2}
+rows = [{"i": i} for i in range(16)]
+verl_backend.run_verl(train, "agent", rows, rows[:4], model_path=sys.argv[1], out_dir=sys.argv[1], fingerprint="x")
+"""
+
+
+def test_one_node_training_starts_its_own_ray_even_when_a_cluster_is_left_on_the_machine(tmp_path):
+    """A plain ray.init() (Agent Lightning's) joins the newest cluster that `ray start` left on the
+    machine, whose GPUs are not the ones this job claimed; training must start a Ray of its own."""
+    base = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # the machine's Ray folder, apart from other runs
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in {"RAY_ADDRESS", RAY_JOB_CONFIG}}
+    env["RAY_TMPDIR"] = base
+    ray = Path(sys.executable).parent / "ray"
+    stale = subprocess.Popen(
+        [str(ray), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+         "--num-gpus=0", "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={base}/ray"],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (Path(base) / "ray" / "ray_current_cluster").exists():  # written once the head is up
+            assert time.monotonic() < deadline and stale.poll() is None
+            time.sleep(0.5)
+        tests = Path(__file__).parent
+        env["PYTHONPATH"] = os.pathsep.join([str(tests), env.get("PYTHONPATH", "")])
+        proc = subprocess.run([sys.executable, "-c", LOCAL_DRIVER, str(tmp_path)], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        gcs = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("GCS"))
+        assert not gcs.endswith(f":{port}"), "training joined the Ray cluster left on the machine"
+    finally:
+        os.killpg(stale.pid, signal.SIGKILL)
+        stale.wait(timeout=30)

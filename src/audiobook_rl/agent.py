@@ -36,16 +36,21 @@ class Reply:
 
 
 class ChatClient(Protocol):
-    """Anything that answers chat messages. ``temperature == 0`` means greedy decoding."""
+    """Anything that answers chat messages. ``temperature == 0`` means greedy decoding; ``top_p``
+    1 and ``top_k`` 0 mean no nucleus or top-k filter."""
 
-    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int) -> Reply: ...
+    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int, top_p: float = 1.0,
+             top_k: int = 0) -> Reply: ...
 
 
-def chat_many(client, batch: Sequence[list[dict]], *, temperature: float, max_tokens: int) -> list[Reply]:
-    """Answer several conversations: in one batch if the client has ``chat_batch``, else one by one."""
+def chat_many(client, batch: Sequence[list[dict]], **sampling) -> list[Reply]:
+    """Answer several conversations: in one batch if the client has ``chat_batch``, else one by one.
+
+    ``sampling`` holds the keyword arguments of :meth:`ChatClient.chat` (temperature, max_tokens, ...).
+    """
     if hasattr(client, "chat_batch"):
-        return client.chat_batch(list(batch), temperature=temperature, max_tokens=max_tokens)
-    return [client.chat(m, temperature=temperature, max_tokens=max_tokens) for m in batch]
+        return client.chat_batch(list(batch), **sampling)
+    return [client.chat(m, **sampling) for m in batch]
 
 
 @dataclass(frozen=True)
@@ -129,20 +134,21 @@ def judge_final(judge, task: Task, final: str):
     return judge.score(task.text, task.reference, final, aliases=task.aliases)
 
 
-def run_episode(task: Task, client: ChatClient, prompts: AgentPrompts, judge=None, *,
-                temperature: float, max_tokens: int) -> Episode:
-    """One create → rewrite episode through ``client``, judged if a judge is given."""
-    return run_episodes([task], client, prompts, judge, temperature=temperature, max_tokens=max_tokens)[0]
+def run_episode(task: Task, client: ChatClient, prompts: AgentPrompts, judge=None, **sampling) -> Episode:
+    """One create → rewrite episode through ``client``, judged if a judge is given.
+
+    ``sampling``: the keyword arguments of :meth:`ChatClient.chat` (temperature, max_tokens, top_p, top_k).
+    """
+    return run_episodes([task], client, prompts, judge, **sampling)[0]
 
 
-def run_episodes(tasks: Sequence[Task], client, prompts: AgentPrompts, judge=None, *,
-                 temperature: float, max_tokens: int) -> list[Episode]:
+def run_episodes(tasks: Sequence[Task], client, prompts: AgentPrompts, judge=None, **sampling) -> list[Episode]:
     """Run one episode per task (repeat a task to get a group), batching each role's calls."""
     create = [prompts.create_messages(t.text) for t in tasks]
-    drafts = chat_many(client, create, temperature=temperature, max_tokens=max_tokens)
+    drafts = chat_many(client, create, **sampling)
     # A draft that does not parse still goes to rewrite, as the text the model wrote.
     rewrite = [prompts.rewrite_messages(t.text, d.text.strip()) for t, d in zip(tasks, drafts)]
-    finals = chat_many(client, rewrite, temperature=temperature, max_tokens=max_tokens)
+    finals = chat_many(client, rewrite, **sampling)
     episodes = []
     for task, cm, d, rm, f in zip(tasks, create, drafts, rewrite, finals):
         episode = Episode(task.id, [Call("create", cm, d), Call("rewrite", rm, f)])

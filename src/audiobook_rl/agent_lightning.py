@@ -10,6 +10,12 @@
   temperature verl publishes in ``llm.sampling_parameters``;
 - it returns the judge's score of the final script, which the runner records as the reward.
 
+A rollout that has no true reward returns None, never a made-up 0: a judge that still fails after
+retries within the rollout's time budget (429s, timeouts, malformed replies), or a call whose prompt
+plus ``max_tokens`` exceeds the context verl gives vLLM (which would answer HTTP 400). The verl
+backend then drops the task's whole group from the update and counts it
+(:mod:`audiobook_rl.training.verl_daemon`).
+
 Prompt building, parsing and judging are the same functions the local backend uses
 (:mod:`audiobook_rl.agent`); only how the two calls are served differs. This module imports
 ``agentlightning`` (about 10 s, and it pulls in litellm), so only the verl path imports it.
@@ -28,15 +34,23 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 # litellm (imported by agentlightning) otherwise tries to download a price list at import time.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import agentlightning as agl  # noqa: E402
 
-from .agent import AgentPrompts, Reply, Task, run_episode  # noqa: E402
+from .agent import AgentPrompts, Episode, Reply, Task, judge_final, run_episode  # noqa: E402
+from .policy.tokenizer import prompt_ids  # noqa: E402
 
 log = logging.getLogger(__name__)
+
+# Agent Lightning 0.3.0's daemon gives each rollout 1200 s (RolloutConfig.timeout_seconds) before it
+# counts it as failed; a failing judge is retried for at most this long after the two policy calls,
+# waiting JUDGE_WAIT_S (doubling, up to JUDGE_WAIT_MAX_S) between tries.
+JUDGE_BUDGET_S = 300.0
+JUDGE_WAIT_S, JUDGE_WAIT_MAX_S = 10.0, 120.0
 
 
 class OpenAIChat:
@@ -48,9 +62,12 @@ class OpenAIChat:
         self.model = model
         self.client = OpenAI(base_url=endpoint, api_key=api_key or "dummy", timeout=timeout, max_retries=2)
 
-    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int) -> Reply:
+    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int, top_p: float = 1.0,
+             top_k: int = 0) -> Reply:
+        # top_k is not an OpenAI parameter: vLLM's server reads it from the request body.
         response = self.client.chat.completions.create(
-            model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens
+            model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, top_p=top_p,
+            **({"extra_body": {"top_k": top_k}} if top_k > 0 else {}),
         )
         choice = response.choices[0]
         # vLLM reports token ids when asked (Agent Lightning's proxy asks); other servers do not.
@@ -59,21 +76,76 @@ class OpenAIChat:
         return Reply(choice.message.content or "", list(prompt_ids), list(response_ids))
 
 
-def make_agent(prompts: AgentPrompts, judge, *, max_tokens: int, val_temperature: float = 0.0):
-    """The ``@agl.rollout`` agent: one create → rewrite episode, returning the final reward."""
+class ContextLimit:
+    """Refuses a call whose prompt plus ``max_tokens`` exceeds ``max_model_len`` tokens (vLLM would
+    answer HTTP 400), counting prompts with the policy's own tokenizer and chat template."""
 
-    def audiobook_agent(task: dict, llm: agl.LLM, rollout: agl.Rollout) -> float:
+    def __init__(self, tokenizer, max_model_len: int):
+        self.tokenizer, self.max_model_len = tokenizer, max_model_len
+
+    def excess(self, messages: list[dict], max_tokens: int) -> str | None:
+        """Why the call does not fit, or None."""
+        n = len(prompt_ids(self.tokenizer, messages))
+        if n + max_tokens > self.max_model_len:
+            return f"prompt of {n} tokens + max_tokens {max_tokens} > the {self.max_model_len} tokens vLLM serves"
+        return None
+
+
+class LimitedChat:
+    """A chat client that raises :class:`TooLong` instead of sending a call that cannot fit."""
+
+    def __init__(self, client, limit: ContextLimit):
+        self.client, self.limit = client, limit
+
+    def chat(self, messages: list[dict], *, max_tokens: int, **sampling) -> Reply:
+        why = self.limit.excess(messages, max_tokens)
+        if why:
+            raise TooLong(why)
+        return self.client.chat(messages, max_tokens=max_tokens, **sampling)
+
+
+class TooLong(Exception):
+    """A call skipped because it cannot fit in the policy server's context."""
+
+
+def judge_with_retries(judge, task: Task, final: str, deadline: float, *, clock=time.monotonic, sleep=time.sleep):
+    """The judge's verdict on ``final``, asked again after a failure until ``deadline`` (a ``clock`` time)."""
+    wait = JUDGE_WAIT_S
+    while True:
+        verdict = judge_final(judge, task, final)
+        if verdict.overall is not None or clock() + wait > deadline:
+            return verdict
+        log.info("judge failed on task %s (%s); asking again in %.0f s", task.id, verdict.error, wait)
+        sleep(wait)
+        wait = min(2 * wait, JUDGE_WAIT_MAX_S)
+
+
+def make_agent(prompts: AgentPrompts, judge, *, max_tokens: int, val_temperature: float = 0.0,
+               top_p: float = 1.0, top_k: int = 0, limit: ContextLimit | None = None,
+               judge_budget_s: float = JUDGE_BUDGET_S):
+    """The ``@agl.rollout`` agent: one create → rewrite episode, returning the final reward, or None
+    when there is none to give (a skipped call, a judge that kept failing). Training rollouts sample
+    with ``top_p``/``top_k`` (verl publishes only the temperature); validation is greedy by default."""
+
+    def audiobook_agent(task: dict, llm: agl.LLM, rollout: agl.Rollout) -> float | None:
         client = OpenAIChat(llm.endpoint, llm.model, llm.api_key)
+        if limit is not None:
+            client = LimitedChat(client, limit)
         if getattr(rollout, "mode", None) == "val":
-            temperature = val_temperature
+            sampling = {"temperature": val_temperature, "top_p": top_p, "top_k": top_k}
         else:
             temperature = float((llm.sampling_parameters or {}).get("temperature", 1.0))
-        episode = run_episode(Task.from_row(task), client, prompts, judge, temperature=temperature, max_tokens=max_tokens)
-        if episode.reward is None:
-            # verl would fill a missing reward with 0 anyway; say why in the log.
-            log.warning("judge failed on task %s: %s", task.get("extra_info", {}).get("slice_id"),
-                        getattr(episode.verdict, "error", None))
-            return 0.0
-        return float(episode.reward)
+            sampling = {"temperature": temperature, "top_p": top_p, "top_k": top_k}
+        item = Task.from_row(task)
+        try:
+            episode: Episode = run_episode(item, client, prompts, None, max_tokens=max_tokens, **sampling)
+        except TooLong as why:
+            log.warning("task %s skipped, no reward: %s", item.id, why)
+            return None
+        verdict = judge_with_retries(judge, item, episode.final, time.monotonic() + judge_budget_s)
+        if verdict.overall is None:
+            log.warning("task %s: no reward, the judge failed for %.0f s: %s", item.id, judge_budget_s, verdict.error)
+            return None
+        return float(verdict.overall)
 
     return agl.rollout(audiobook_agent)

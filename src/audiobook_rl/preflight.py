@@ -27,6 +27,8 @@ PROVIDERS = {
 }
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "zhipuai": "ZHIPUAI_API_KEY", "openai": "OPENAI_API_KEY"}
 INSTALL = "install the GPU environment (envs/gpu.yaml or pip install -r requirements/gpu.txt)"
+FLASH_ATTN_INSTALL = "install it after torch with: pip install flash-attn==2.8.3 --no-build-isolation"
+VLLM_MIN, VLLM_BELOW = Version("0.10.2"), Version("0.11")
 # OpenTelemetry >= 1.45 binds the exporter endpoint at construction, which Agent Lightning 0.3.0
 # rewrites afterwards: every runner span is lost and training stops with "No spans provided".
 OTEL = ("opentelemetry-api", "opentelemetry-sdk", "opentelemetry-proto", "opentelemetry-exporter-otlp",
@@ -43,12 +45,13 @@ def installed(name: str) -> str | None:
 
 
 def gpu_count() -> int:
-    """CUDA devices visible to this process (0 without torch or CUDA)."""
+    """CUDA devices visible to this process (0 without torch or CUDA), counted without starting CUDA."""
     try:
-        import torch
+        from .gpus import cuda_device_count
+
+        return cuda_device_count()
     except ImportError:
         return 0
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def check_keys(config: dict, env: Mapping[str, str] | None = None) -> list[str]:
@@ -72,14 +75,24 @@ def check_vllm(version: Callable[[str], str | None] = installed) -> list[str]:
     v = version("vllm")
     if v is None:
         return [f"vllm is not installed; {INSTALL}."]
-    # verl 0.6.1 supports 0.8.5-0.11.0; Agent Lightning 0.3.0 breaks on 0.11.x (torch 2.9 vs flash-attn).
-    if not Version("0.8.5") <= Version(v) < Version("0.11"):
-        return [f"vllm {v} is installed but the seed stack needs vllm 0.10.2 (0.8.5 to 0.10.x work); {INSTALL}."]
+    # verl 0.6.1 serves rollouts with vLLM's own OpenAI server (it never loads Agent Lightning's
+    # patched one), so token ids reach the training data only through vLLM's `return_token_ids`,
+    # new in 0.10.2: older vLLM gives rollouts without a single sample. 0.11 needs torch 2.9.
+    if not VLLM_MIN <= Version(v) < VLLM_BELOW:
+        return [f"vllm {v} is installed but the seed stack needs vllm >= {VLLM_MIN}, < {VLLM_BELOW} (0.10.2 is tested); {INSTALL}."]
+    return []
+
+
+def check_flash_attn(version: Callable[[str], str | None] = installed) -> list[str]:
+    """flash-attn, which verl 0.6.1 imports in its FSDP workers (``flash_attn.bert_padding``); without
+    it training dies inside Ray workers minutes after the start."""
+    if version("flash-attn") is None:
+        return [f"flash-attn is not installed but verl's FSDP workers import it; {FLASH_ATTN_INSTALL}."]
     return []
 
 
 def check_training_stack(version: Callable[[str], str | None] = installed) -> list[str]:
-    """verl 0.6.x, agentlightning 0.3.0, vLLM and OpenTelemetry below 1.45."""
+    """verl 0.6.x, agentlightning 0.3.0, vLLM, OpenTelemetry below 1.45, litellm and flash-attn."""
     problems = []
     v = version("verl")
     if v is None or not v.startswith("0.6."):
@@ -100,7 +113,7 @@ def check_training_stack(version: Callable[[str], str | None] = installed) -> li
         )
     if version("litellm") is None:
         problems.append(f"litellm is not installed (Agent Lightning's LLM proxy needs litellm[proxy]); {INSTALL}.")
-    return problems
+    return problems + check_flash_attn(version)
 
 
 def _have(name: str, v: str | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 from audiobook_rl.corpus import read_text, slice_text
@@ -54,6 +55,33 @@ def flatten_tones(script: list[Segment]) -> list[Segment]:
 def merge_all(script: list[Segment]) -> list[Segment]:
     """One narration segment holding all the text."""
     return [Segment(NARRATOR, "".join(s.content for s in script), "平静", 1, 500)]
+
+
+def half_text(script: list[Segment]) -> list[Segment]:
+    """Stop halfway: the first half of the segments (at least one)."""
+    return script[: max(1, len(script) // 2)]
+
+
+def stub(script: list[Segment]) -> list[Segment]:
+    """What a collapsed policy writes for any excerpt: a speech tag and one invented line, spoken by
+    the script's first character (or a name of the bundled story)."""
+    name = next((s.speaker for s in script if s.speaker != NARRATOR), "陆青崖")
+    return [Segment(NARRATOR, f"{name}道：", "平静", 1, 300), Segment(name, "今晚的酒，我请了。", "喜悦", 3, 800)]
+
+
+def copied_sentences(text: str) -> list[list[Segment]]:
+    """One script per sentence of ``text``: that sentence alone, as one narration segment."""
+    found = re.findall(r"[^。！？\n]+[。！？]+[”」]?", text)
+    return [[Segment(NARRATOR, s.strip("“”「」 "), "平静", 1, 300)] for s in found if len(s.strip("“”「」 ")) > 1]
+
+
+def wrong_speakers(script: list[Segment], aliases: dict | None = None) -> list[Segment]:
+    """Every quote given to another person: the next character of the script (aliases of one person
+    count as one), or an invented name when the script has a single speaker."""
+    canon = lambda name: (aliases or {}).get(name, name)  # noqa: E731
+    people = list(dict.fromkeys(canon(s.speaker) for s in script if s.speaker != NARRATOR))
+    other = {p: people[(i + 1) % len(people)] if len(people) > 1 else "某甲" for i, p in enumerate(people)}
+    return [s if s.speaker == NARRATOR else dataclasses.replace(s, speaker=other[canon(s.speaker)]) for s in script]
 
 
 def break_json(text: str) -> str:

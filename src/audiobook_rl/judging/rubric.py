@@ -1,23 +1,39 @@
 """The rubric judge: the embedded, deterministic judge and the reward of local training.
 
-Each dimension of SPEC §4 is computed from the parsed candidate, the source and the reference:
+Each dimension of SPEC §4 is computed from the parsed candidate, the source and the reference.
+The candidate is aligned to the reference character by character. The **text read** is coverage
+(the share of the reference's characters the candidate holds) × precision (the share of the
+candidate's characters that are the reference's). Only completeness can be earned by text alone;
+the other four dimensions say how well the text is presented, and text the candidate leaves out
+is not presented at all, so **each of them is multiplied by the text read**: a stub (a speech tag
+and one invented line), one copied sentence, a repeated line or the same script for every excerpt
+earns little on any dimension, however well formed, while a faithful script keeps its full score.
+Precision is part of the factor so that repeated or invented text cannot buy coverage through
+characters it happens to share with the reference. No candidate scores more than its coverage.
 
 - **format**: the parser's verdict — a bare array scores 1, an array read after repairs (code
-  fence, prose, ``{"segments": …}``) 0.8 — times the share of entries that pass the schema.
-  Unparseable output scores 0 on every dimension (there is nothing to align).
-- **completeness**: character alignment of the joined contents against the source: F1 of coverage
-  (source characters present) and precision (output characters that are in the source), so both
-  omissions and invented text cost. The text a reference reads counts as well as the source
-  (the better of the two is taken), so a perfect copy of any reference scores 1.
-- **speaker** and **emotion**: every reference segment is aligned, character by character, to the
-  candidate segments holding its words; each such character earns the agreement of the two
-  segments, and reference segments count equally (a short line of dialogue weighs as much as a long
-  paragraph of narration). Speaker agreement: same person 1 (aliases of the reference are the same
-  person), both narration or both dialogue 0.5, else 0. Emotion agreement: 0.7 × tone (same tone 1,
-  same broad family 0.5) + 0.3 × intensity closeness (1 − |Δ| / 4).
+  fence, prose, ``{"segments": …}``) 0.8 — times the share of entries that pass the schema, times
+  the text read. Unparseable output scores 0 on every dimension (there is nothing to align).
+- **completeness**: character alignment of the joined contents against the source: the share of
+  the source's characters present times the share of the output's characters that are in the
+  source, so omissions and invented text cost in proportion (a third of the text, copied
+  faithfully, earns a third). The text a reference reads counts as well as the source (the better
+  of the two is taken), so a perfect copy of any reference scores 1.
+- **speaker**: scored on the reference's **quotes** (its dialogue segments). Each character of a
+  quote earns the agreement of the candidate segment holding it: the same person 1 (aliases of the
+  reference are the same person), another person 0.1, narration 0, not in the candidate 0; a quote's
+  credit is the mean over its characters, and quotes count equally. Narration kept as narration
+  counts for one tenth (all of it when the reference has no quote): a script that names the wrong
+  person in every quote scores at most 0.19, however right its narration. :func:`quote_credits`
+  is the one definition; :func:`speaker_accuracy` (the report's quote-level speaker accuracy)
+  counts the quotes whose credit is at least one half.
+- **emotion**: every reference segment counts equally; each of its characters earns
+  0.7 × tone (same tone 1, same broad family 0.5) + 0.3 × intensity closeness (1 − |Δ| / 4) of the
+  candidate segment holding it, and 0 where the candidate lacks it.
 - **segmentation**: 0.6 × F1 of segment boundaries (candidate boundaries mapped into the reference
-  through the alignment) + 0.4 × delay closeness at the shared boundaries (the reference carries the
-  longer pauses at paragraph and scene breaks; delay ranges are checked under format).
+  through the alignment) + 0.4 × delay closeness summed over the reference's boundaries (a boundary
+  the candidate does not share earns 0; the reference carries the longer pauses at paragraph and
+  scene breaks; delay ranges are checked under format).
 
 Only letters, digits and CJK characters are compared: punctuation and spacing do not change how
 much of the text is read. Text inside the source or candidate is never interpreted, so an instruction
@@ -27,12 +43,16 @@ hidden in it ("给满分") is just more characters: invented ones in a candidate
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from ..script import FAMILY_OF, NARRATOR, Segment, from_dicts, parse_script
 from . import DIMENSIONS, SEED_WEIGHTS, Verdict, case_args, weighted
 
 REPAIRED_FORMAT = 0.8  # a readable but not strictly valid array (fence, prose, wrapper)
+WRONG_PERSON = 0.1  # a quote given to another character: told apart from narration, nothing more
+NARRATION_SHARE = 0.1  # of the speaker score when the reference has quotes; the rest is the quotes
+RIGHT_QUOTE = 0.5  # speaker accuracy counts a quote whose credit reaches this (most of it to the right person)
 TONE_SHARE = 0.7  # of the emotion score; the rest is intensity closeness
 BOUNDARY_SHARE = 0.6  # of the segmentation score; the rest is delay closeness
 DELAY_SCALE_MS = 300  # a delay off by max(this, the reference's delay) or more earns 0
@@ -42,16 +62,14 @@ class RubricJudge:
     """Deterministic judge of SPEC §4; ``weights`` maps the five dimensions to their weights."""
 
     backend = "rubric"
-    model = "rubric-v1"
+    model = "rubric-v2"
 
     def __init__(self, weights: dict[str, float] | None = None):
         self.weights = dict(weights or SEED_WEIGHTS)
 
     def score(self, source: str, reference, candidate, aliases: dict | str | None = None) -> Verdict:
         """Score one candidate (raw model output, or a list of segments) against the reference."""
-        reference = _as_segments(reference)
-        aliases = json.loads(aliases) if isinstance(aliases, str) else (aliases or {})
-        scores, reasons = rubric_scores(source, reference, candidate, aliases)
+        scores, reasons = rubric_scores(source, _as_segments(reference), candidate, _as_aliases(aliases))
         return Verdict(
             overall=round(weighted(scores, self.weights), 6),
             scores=scores,
@@ -72,17 +90,47 @@ def _as_segments(reference) -> list[Segment]:
     return [s if isinstance(s, Segment) else from_dicts([s])[0] for s in reference]
 
 
+def _as_aliases(aliases) -> dict[str, str]:
+    return json.loads(aliases) if isinstance(aliases, str) else (aliases or {})
+
+
 def _chars(text: str) -> str:
     return "".join(ch for ch in text if ch.isalnum())
+
+
+@dataclass
+class Alignment:
+    """The candidate's segments aligned to the reference's, character by character."""
+
+    reference: list[Segment]
+    candidate: list[Segment]
+    blocks: list[tuple[int, int, int]]  # matching blocks (candidate pos, reference pos, size)
+    overlap: list[dict[int, int]]  # per reference segment: candidate segment -> characters shared
+    lengths: list[int]  # compared characters of each reference segment
+    cand_text: str
+    ref_text: str
+
+
+def align(reference: list[Segment], candidate: list[Segment]) -> Alignment:
+    """Align ``candidate`` to ``reference`` on their compared characters (letters, digits, CJK)."""
+    cand_text, cand_owner = _joined(candidate)
+    ref_text, ref_owner = _joined(reference)
+    blocks = _blocks(cand_text, ref_text)
+    overlap: list[dict[int, int]] = [{} for _ in reference]
+    for a, b, size in blocks:
+        for k in range(size):
+            row = overlap[ref_owner[b + k]]
+            c = cand_owner[a + k]
+            row[c] = row.get(c, 0) + 1
+    lengths = [len(_chars(s.content)) for s in reference]
+    return Alignment(reference, candidate, blocks, overlap, lengths, cand_text, ref_text)
 
 
 def rubric_scores(
     source: str, reference: list[Segment], candidate, aliases: dict[str, str]
 ) -> tuple[dict[str, float], dict[str, str]]:
     """The five dimension scores in [0, 1] and a short reason for each."""
-    if isinstance(candidate, list):
-        candidate = json.dumps([s.to_dict() if isinstance(s, Segment) else s for s in candidate], ensure_ascii=False)
-    parsed = parse_script(candidate)
+    parsed = parse_script(_as_text(candidate))
     if parsed.status == "invalid" or not parsed.segments:
         why = "; ".join(parsed.errors[:3]) or "no valid segment"
         scores = dict.fromkeys(DIMENSIONS, 0.0)
@@ -91,54 +139,105 @@ def rubric_scores(
         return scores, reasons
 
     cand = parsed.segments
+    al = align(reference, cand)
+    n_out, ref_hit = len(al.cand_text), _matched(al.blocks)
+    read = _read_share(ref_hit, n_out, len(al.ref_text))
+    scaled = f"× text read {read:.2f}"
     scores: dict[str, float] = {}
     reasons: dict[str, str] = {}
 
     base = 1.0 if parsed.status == "strict" else REPAIRED_FORMAT
     valid = len(cand) / parsed.items
-    scores["format"] = base * valid
+    scores["format"] = base * valid * read
     reasons["format"] = (
         ("strict JSON array" if parsed.status == "strict" else f"readable after repairs: {', '.join(parsed.repairs)}")
         + f"; {len(cand)}/{parsed.items} segments valid"
         + (f" ({parsed.errors[0]})" if parsed.errors else "")
+        + f"; {scaled}"
     )
-
-    cand_text, cand_owner = _joined(cand)
-    ref_text, ref_owner = _joined(reference)
-    src_text = _chars(source)
-    ref_blocks = _blocks(cand_text, ref_text)
 
     # Completeness against the source, or against the reference's reading of it (whichever is better).
-    src_blocks = ref_blocks if src_text == ref_text else _blocks(cand_text, src_text)
-    best = max(
-        (_f1(_matched(src_blocks), len(cand_text), len(src_text)), "source", src_blocks, src_text),
-        (_f1(_matched(ref_blocks), len(cand_text), len(ref_text)), "reference", ref_blocks, ref_text),
+    src_text = _chars(source)
+    src_hit = ref_hit if src_text == al.ref_text else _matched(_blocks(al.cand_text, src_text))
+    value, against, hit, target = max(
+        (_read_share(src_hit, n_out, len(src_text)), "source", src_hit, len(src_text)),
+        (read, "reference", ref_hit, len(al.ref_text)),
         key=lambda t: t[0],
     )
-    f1, against, blocks, target = best
-    hit = _matched(blocks)
-    scores["completeness"] = f1
+    scores["completeness"] = value
     reasons["completeness"] = (
-        f"covers {hit}/{len(target)} characters of the {against}; "
-        f"{len(cand_text) - hit} of {len(cand_text)} output characters not in it"
+        f"covers {hit}/{target} characters of the {against}; {n_out - hit} of {n_out} output characters not in it"
     )
 
-    # Per reference segment: which candidate segments hold its characters, and how many.
-    overlap = _overlap(ref_blocks, cand_owner, ref_owner, len(reference))
-    canon = lambda name: aliases.get(name, name)  # noqa: E731
-    speaker = _aligned(overlap, reference, cand, lambda r, c: _speaker_agreement(r, c, canon))
-    emotion = _aligned(overlap, reference, cand, _emotion_agreement)
-    scores["speaker"], reasons["speaker"] = speaker[0], _aligned_reason(speaker, "speaker")
-    scores["emotion"], reasons["emotion"] = emotion[0], _aligned_reason(emotion, "tone/intensity")
+    speaker, speaker_why = _speaker(al, aliases)
+    scores["speaker"], reasons["speaker"] = speaker * read, f"{speaker_why}; {scaled}"
 
-    scores["segmentation"], reasons["segmentation"] = _segmentation(cand, reference, ref_blocks)
+    emotion = [_credit(al, r, _emotion_agreement) for r in range(len(reference)) if al.lengths[r]]
+    full = sum(e >= 0.999 for e in emotion)
+    scores["emotion"] = (sum(emotion) / len(emotion) if emotion else 1.0) * read
+    reasons["emotion"] = f"tone/intensity agrees fully on {full}/{len(emotion)} reference segments; {scaled}"
+
+    segmentation, segmentation_why = _segmentation(cand, reference, al.blocks)
+    scores["segmentation"], reasons["segmentation"] = segmentation * read, f"{segmentation_why}; {scaled}"
     return {d: round(min(1.0, max(0.0, scores[d])), 6) for d in DIMENSIONS}, reasons
 
 
-def text_f1(output: str, target: str) -> float:
-    """Character-alignment F1 of ``output`` against ``target`` (letters, digits and CJK only)."""
-    a, b = _chars(output), _chars(target)
-    return _f1(_matched(_blocks(a, b)), len(a), len(b))
+def quote_credits(al: Alignment, aliases: dict[str, str]) -> list[float]:
+    """Per quote of the reference (a dialogue segment with text), the speaker credit of the
+    candidate: the mean over its characters of 1 (same person, alias-aware), WRONG_PERSON (another
+    character), 0 (narration, or missing from the candidate)."""
+    canon = lambda name: aliases.get(name, name)  # noqa: E731
+
+    def agreement(ref: Segment, cand: Segment) -> float:
+        if cand.is_narration:
+            return 0.0
+        return 1.0 if canon(ref.speaker) == canon(cand.speaker) else WRONG_PERSON
+
+    return [
+        _credit(al, r, agreement)
+        for r, seg in enumerate(al.reference)
+        if not seg.is_narration and al.lengths[r]
+    ]
+
+
+def speaker_accuracy(reference, candidate, aliases: dict | str | None = None) -> tuple[int, int]:
+    """(quotes whose speaker the candidate names right, quotes in the reference): the quote-level,
+    alias-aware speaker accuracy of one script. A quote counts as right when most of its characters
+    sit in candidate segments of the same person (credit ≥ RIGHT_QUOTE); an unreadable candidate
+    gets none right."""
+    reference = _as_segments(reference)
+    parsed = parse_script(_as_text(candidate))
+    al = align(reference, parsed.segments if parsed.status != "invalid" else [])
+    credits = quote_credits(al, _as_aliases(aliases))
+    return sum(c >= RIGHT_QUOTE for c in credits), len(credits)
+
+
+def _as_text(candidate) -> str:
+    if isinstance(candidate, list):
+        return json.dumps([s.to_dict() if isinstance(s, Segment) else s for s in candidate], ensure_ascii=False)
+    return candidate
+
+
+def _speaker(al: Alignment, aliases: dict[str, str]) -> tuple[float, str]:
+    quotes = quote_credits(al, aliases)
+    narration = [
+        _credit(al, r, lambda ref, cand: float(cand.is_narration))
+        for r, seg in enumerate(al.reference)
+        if seg.is_narration and al.lengths[r]
+    ]
+    narr = sum(narration) / len(narration) if narration else 1.0
+    if not quotes:
+        return narr, f"no quote in the reference; narration kept as narration {narr:.2f}"
+    right = sum(c >= RIGHT_QUOTE for c in quotes)
+    value = (1 - NARRATION_SHARE) * sum(quotes) / len(quotes) + NARRATION_SHARE * narr
+    return value, f"{right}/{len(quotes)} quotes given to the right person; narration kept as narration {narr:.2f}"
+
+
+def _credit(al: Alignment, r: int, agreement) -> float:
+    """Mean over reference segment ``r``'s characters of the agreement of the candidate segment
+    holding each (0 for characters the candidate lacks)."""
+    ref = al.reference[r]
+    return sum(n * agreement(ref, al.candidate[c]) for c, n in al.overlap[r].items()) / al.lengths[r]
 
 
 def _joined(segments: list[Segment]) -> tuple[str, list[int]]:
@@ -160,45 +259,11 @@ def _matched(blocks) -> int:
     return sum(size for _, _, size in blocks)
 
 
-def _f1(hit: int, n_out: int, n_target: int) -> float:
+def _read_share(hit: int, n_out: int, n_target: int) -> float:
+    """Coverage (hit / target) × precision (hit / output): linear in the share of the text read."""
     if n_out == 0 or n_target == 0:
         return 1.0 if n_out == n_target else 0.0
-    return 2 * hit / (n_out + n_target)
-
-
-def _overlap(blocks, cand_owner, ref_owner, n_ref) -> list[dict[int, int]]:
-    counts: list[dict[int, int]] = [{} for _ in range(n_ref)]
-    for a, b, size in blocks:
-        for k in range(size):
-            row = counts[ref_owner[b + k]]
-            c = cand_owner[a + k]
-            row[c] = row.get(c, 0) + 1
-    return counts
-
-
-def _aligned(overlap, reference, cand, agreement) -> tuple[float, int, int]:
-    """Mean over reference segments of the character-weighted agreement with the aligned candidates."""
-    total, full, counted = 0.0, 0, 0
-    for r, row in enumerate(overlap):
-        length = len(_chars(reference[r].content))
-        if length == 0:
-            continue  # a segment of punctuation only: nothing to align
-        counted += 1
-        value = sum(n * agreement(reference[r], cand[c]) for c, n in row.items()) / length
-        total += value
-        full += value >= 0.999
-    return (total / counted if counted else 1.0), full, counted
-
-
-def _aligned_reason(result: tuple[float, int, int], what: str) -> str:
-    _, full, counted = result
-    return f"{what} agrees fully on {full}/{counted} reference segments"
-
-
-def _speaker_agreement(ref: Segment, cand: Segment, canon) -> float:
-    if canon(ref.speaker) == canon(cand.speaker):
-        return 1.0
-    return 0.5 if (ref.speaker == NARRATOR) == (cand.speaker == NARRATOR) else 0.0
+    return hit * hit / (n_out * n_target)
 
 
 def _emotion_agreement(ref: Segment, cand: Segment) -> float:
@@ -233,14 +298,14 @@ def _segmentation(cand: list[Segment], reference: list[Segment], blocks) -> tupl
                 break
     shared = [p for p in mapped if p in ref_bounds]
     f1 = 2 * len(shared) / (len(cand_bounds) + len(ref_bounds))
-    if shared:
+    if ref_bounds:
         delay = sum(
             1 - min(1.0, abs(mapped[p] - ref_bounds[p]) / max(DELAY_SCALE_MS, ref_bounds[p])) for p in shared
-        ) / len(shared)
+        ) / len(ref_bounds)
     else:
-        delay = 0.0 if ref_bounds else 1.0
+        delay = 1.0  # nothing to pause at; the extra boundaries already cost F1
     score = BOUNDARY_SHARE * f1 + (1 - BOUNDARY_SHARE) * delay
     return score, (
         f"{len(shared)} of {len(cand_bounds)} boundaries match the reference's {len(ref_bounds)} (F1 {f1:.2f}); "
-        f"delay closeness {delay:.2f} at shared boundaries"
+        f"delay closeness {delay:.2f} over the reference's boundaries"
     )

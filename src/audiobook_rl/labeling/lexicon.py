@@ -11,58 +11,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-# Characters that end the subject of a tag clause: verbs of speech and gesture, adverbs, listener
-# markers, particles. A name never continues past one of them (a rare name that holds one is cut).
-STOP = set(
-    "对向问与和跟朝冲同给替把让被将道说曰叫喝骂嚷喊笑叹怒哭惊急喜冷低沉轻柔颤厉苦微暗寻想心"
-    "连忙齐也又都便却只才就站转拍看望指盯瞪听见点摇抬回答应走上下起坐伸拱抱躬挥拔提放接端举按"
-    "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀"
-)
-# Words that open a descriptor used as a speaker (那汉子, 众人, 两个公差, 店小二 …). These may contain
-# characters of STOP after the first one.
-DESCRIPTOR_OPENERS = ("那个", "这个", "那位", "这位", "那", "这", "众", "两个", "两名", "几个", "一个", "一名", "三个", "二人", "两人", "三人", "诸人")
-PRONOUNS = ("他们", "她们", "我们", "你们", "咱们", "他", "她", "我", "你", "它", "二人", "两人", "三人")
-# Words that open a clause without being its subject.
-LEAD_WORDS = (
-    "数内",
-    "内中",
-    "当时",
-    "那时",
-    "当日",
-    "次日",
-    "只听得",
-    "只听",
-    "忽听得",
-    "忽听",
-    "但听",
-    "听得",
-    "只见",
-    "却见",
-    "忽见",
-    "但见",
-    "这时",
-    "此时",
-    "当下",
-    "于是",
-    "随即",
-    "接着",
-    "然后",
-    "忽然",
-    "突然",
-    "只是",
-    "却",
-    "便",
-    "又",
-    "也",
-    "只",
-    "忽",
-    "但",
-    "有",
-)
-LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻")
-# Words that start tag clauses often enough to look like names, but never are.
-NOT_NAMES = {"起身", "出来", "原来", "后面", "前面", "外面", "里面", "口里", "心里", "便是", "正是", "如今", "回头", "说罢", "听罢", "见了", "看了", "点头", "寻思", "回来", "回话"}
-_CJK = re.compile(r"[\u3400-\u9fff]")
+from .subjects import COMPOUND_SURNAMES, LISTENER_MARKERS, STOP, candidate, name_shaped
+
 ALIAS_PATTERNS = (
     # 人称“断水刀”的萧断水 / 江湖上人称断水刀的萧断水
     re.compile(r"(?:人称|号称|绰号|外号|人唤|唤作|叫做)[“‘]?([\u3400-\u9fff]{2,6}?)[”’]?的([\u3400-\u9fff]{2,4})"),
@@ -75,6 +25,7 @@ ALIAS_PATTERNS = (
 class Lexicon:
     names: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> the name it stands for
+    _pattern: tuple = field(default=(None, None), repr=False, compare=False)  # (size, regex) of names_in
 
     def name_at(self, text: str, pos: int = 0) -> str | None:
         """The longest known name starting at ``pos``."""
@@ -86,6 +37,14 @@ class Lexicon:
                 break
         return best
 
+    def names_in(self, text: str):
+        """The known names in ``text``, left to right, as regex matches (the longest at each place)."""
+        key = (len(self.names), len(self.aliases))
+        if self._pattern[0] != key:
+            words = sorted(self.names | set(self.aliases), key=len, reverse=True)
+            self._pattern = (key, re.compile("|".join(map(re.escape, words)) or "(?!)"))
+        return self._pattern[1].finditer(text)
+
     def canonical(self, name: str) -> str:
         return self.aliases.get(name, name)
 
@@ -93,64 +52,47 @@ class Lexicon:
         return {"names": sorted(self.names), "aliases": dict(sorted(self.aliases.items()))}
 
 
-def strip_lead(clause: str) -> str:
-    clause = clause.lstrip()
-    for word in LEAD_WORDS:
-        if clause.startswith(word):
-            return clause[len(word) :]
-    return clause
-
-
-def subject_candidate(clause: str) -> str | None:
-    """The words that start a clause up to the first character that cannot be part of a name."""
-    clause = strip_lead(clause)
-    if clause[:1] in LISTENER_MARKERS:
-        return None  # 与燕青道: the subject was left out, the name is the listener
-    for pronoun in PRONOUNS:
-        if clause.startswith(pronoun):
-            return None
-    limit = 4
-    i = 0
-    for opener in DESCRIPTOR_OPENERS:
-        if clause.startswith(opener):
-            i, limit = len(opener), 5
-            break
-    while i < len(clause) and i < limit and _CJK.match(clause[i]) and not _ends_name(clause, i):
-        i += 1
-    word = clause[:i]
-    return word if len(word) >= 2 and word not in NOT_NAMES else None
-
-
-# Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
-_EARLY_STOP = set("道说曰问笑喝叫骂叹")
-
-
-def _ends_name(clause: str, i: int) -> bool:
-    ch = clause[i]
-    return ch in (_EARLY_STOP if i < 2 else STOP)
-
-
 def tag_clauses(text: str):
-    """Yield the subject clause of every speech tag: the first clause of the sentence that ends in
-    ``…道：“`` (林青站起身来，笑道：“ → 林青站起身来), and the clause of a tag after a quote (”林青道。)."""
+    """Yield (clause, direct) for the subject clause of every speech tag: the first clause of the
+    sentence that ends in ``…道：“`` (林青站起身来，笑道：“ → 林青站起身来; direct when it is the
+    verb's own clause: 林青笑道：“), and the clause of a tag after a quote (”林青道。, direct)."""
     for match in re.finditer(r"([^。！？!?“”\n]{1,60}?)[：:，,]?(?=“)", text):
         clauses = re.split(r"[，,；;、]", match.group(1).strip())
         if re.search(r"(道|说|问|曰|叫|喝|嚷|喊|想)$", clauses[-1].rstrip("：:，, ")):
-            yield clauses[0]
+            yield clauses[0], len(clauses) == 1
     for match in re.finditer(r"”([^。！？!?“”\n，,]{1,12}?(?:道|说|问))[。，,！!]", text):
-        yield match.group(1)
+        yield match.group(1), True
 
 
 def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     """Collect speaker names (seen at least ``min_count`` times in tags) and aliases from ``text``."""
     counts: Counter[str] = Counter()
-    for clause in tag_clauses(text):
-        word = subject_candidate(clause)
+    direct: Counter[str] = Counter()
+    for clause, right_before_verb in tag_clauses(text):
+        word = candidate(clause)
         if word:
             counts[word] += 1
-    words = {w for w, c in counts.items() if c >= min_count} - set(DESCRIPTOR_OPENERS)
-    # Drop a candidate that is a known name plus leftovers ("林青大" when "林青" is known).
-    names = {w for w in words if not any(w != v and w.startswith(v) for v in words)}
+            direct[word] += right_before_verb
+    words = {w for w, c in counts.items() if c >= min_count}
+    # Drop a candidate that is a known name plus leftovers ("林青大" when "林青" is known), or a
+    # verb, title or nickname before a known name (看着武松, 军师吴用, 九纹龙史进).
+    starts = {w[:k] for w in words for k in range(1, len(w))}
+    # Five characters is the length limit of a candidate: such a word is a title or nickname with
+    # a name (左丞相娄敏中, 九纹龙史进), kept only to rule out the words inside it.
+    names = {w for w in words if len(w) < 5 and not any(part in words for part in _proper_parts(w))}
+    # A name tagged fewer times is kept when it stands right before the verb, looks like a name
+    # (闻焕章道：“) and is no part of a known name, nor holds one (王定 beside 王定六).
+    starts |= {w[:k] for w in names for k in range(1, len(w))}
+    names |= {
+        w
+        for w in direct
+        if (len(w) <= 3 or w.startswith(COMPOUND_SURNAMES))  # (耶律得重)
+        and name_shaped(w)
+        and not any(ch in STOP for ch in w[1:])  # (高声喝道)
+        and not (len(w) == 2 and w[0] in LISTENER_MARKERS)  # (只闻人说道)
+        and w not in starts
+        and not any(part in names for part in _proper_parts(w))
+    }
     lexicon = Lexicon(names=names)
     for pattern in ALIAS_PATTERNS:
         for match in pattern.finditer(text):
@@ -163,6 +105,15 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     # An alias is a way of naming a speaker too.
     lexicon.names.update(lexicon.aliases)
     return lexicon
+
+
+def _proper_parts(word: str):
+    """Its starts (林青 in 林青大) and the words inside it from the third character on (武松 in 看着武松)."""
+    for end in range(2, len(word)):
+        yield word[:end]
+    for start in range(2, len(word) - 1):
+        for end in range(start + 2, len(word) + 1):
+            yield word[start:end]
 
 
 def _known_prefix(word: str, names: set[str]) -> str | None:

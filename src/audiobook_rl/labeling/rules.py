@@ -2,11 +2,14 @@
 
 It reads an excerpt paragraph by paragraph, splits quotes from narration, and decides:
 
-- **speaker** of a quote: the subject of its tag clause (``林青笑道：``), skipping listeners
-  (``那汉子对林青道`` → 那汉子) and carrying the subject over from an earlier clause of the same
-  sentence (``林青站起身来，笑道：`` → 林青); a tag after the quote (``“…”林青道。``); for an
-  untagged quote, the subject of the narration just before it, or else turn-taking between the last
-  two speakers; pronouns resolve to the last named subject;
+- **speaker** of a quote: the subject of its tag clause (``林青笑道：``; how a subject is read is
+  :mod:`.subjects`), skipping listeners (``那汉子对林青道`` → 汉子, ``分付戴宗道``) and, when the
+  verb's clause has none, the subject of the nearest clause before it in the sentence
+  (``林青站起身来，笑道：`` → 林青); a tag after the quote (``“…”林青道。``); for an untagged
+  quote, the subject of the narration just before it, or else turn-taking between the last two
+  speakers; pronouns resolve to the last subject, group words (``二人``) to the last group of names.
+  When nothing before the quote tells, the narration after it does (the one the next quote answers,
+  or the next speaker); quoted words nobody says (inscriptions, a quoted name) go to the narrator;
 - **tone and intensity** from the verb of the tag (喝道 → 愤怒) and the punctuation (！, ？, ……);
 - **delay** from the punctuation that ends a segment, longer at paragraph ends and scene breaks.
 
@@ -20,21 +23,33 @@ import re
 from dataclasses import dataclass, field
 
 from ..script import NARRATOR, SCENE_BREAK, Segment
-from .lexicon import (
-    DESCRIPTOR_OPENERS,
+from .lexicon import Lexicon, build_lexicon
+from .subjects import (
+    COLLECTIVES,
     LISTENER_MARKERS,
+    PERSON_HEADS,
     PRONOUNS,
-    Lexicon,
-    build_lexicon,
+    name_before_verb,
+    names_at_start,
     strip_lead,
-    subject_candidate,
+    subject,
 )
 
 UNKNOWN_SPEAKER = "某人"
 _SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
 _TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
-_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰)[：:，,]?$")
 _AFTER_TAG = re.compile(r"^([^。！？!?“”，,]{1,14}?(?:道|说|问|曰))[。，,！!]")
+_CLAUSE = re.compile(r"[，,；;：:]")
+_HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
+# Quoted words that nobody says: what is written (号旗上写的分明：“…”), verses and sayings the
+# narrator quotes, and a name or phrase quoted inside a sentence (听了“宿世姻缘”四字).
+_WRITTEN = re.compile(
+    r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
+    r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道)[：:，,]?$"
+)
+_SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
+_PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
+_STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 
 # (pattern in the tag clause, tone, intensity): the first match wins.
 VERB_TONES = (
@@ -59,7 +74,11 @@ _TENSE_NARRATION = re.compile(r"杀|刀光|剑光|血|惨叫|厮杀|劈|砍|刺|
 @dataclass
 class _State:
     recent: list[str] = field(default_factory=list)  # distinct quote speakers, most recent last
-    last_subject: str | None = None
+    last_subject: str | None = None  # one person: what 他 and an omitted subject refer to
+    earlier_subject: str | None = None  # the one before it
+    group: str | None = None  # the last names seen together (宋江、吴用): what 二人 refers to
+    mentioned: str | None = None  # the last name seen anywhere in an earlier sentence
+    mentioned_now: str | None = None  # … and in the sentence just read
 
     def spoke(self, speaker: str) -> None:
         if speaker == UNKNOWN_SPEAKER:
@@ -67,7 +86,13 @@ class _State:
         if speaker in self.recent:
             self.recent.remove(speaker)
         self.recent.append(speaker)
-        self.last_subject = speaker
+        self.saw(speaker)
+
+    def saw(self, subject: str) -> None:
+        if "、" in subject:
+            self.group = subject
+        elif subject != self.last_subject:
+            self.earlier_subject, self.last_subject = self.last_subject, subject
 
     def other_speaker(self) -> str | None:
         return self.recent[-2] if len(self.recent) >= 2 else None
@@ -77,7 +102,7 @@ class RuleLabeler:
     """Deterministic labeler; ``lexicon`` holds the names found in the whole novel, if known."""
 
     backend = "rules"
-    model = "rules-v1"
+    model = "rules-v2"
 
     def __init__(self, lexicon: Lexicon | None = None):
         self.lexicon = lexicon
@@ -153,19 +178,64 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State) -> list[Se
             continue
         before = pieces[k - 1][1] if k > 0 and pieces[k - 1][0] == "narration" else ""
         after = pieces[k + 1][1] if k + 1 < len(pieces) and pieces[k + 1][0] == "narration" else ""
+        if _not_speech(before, text, after):
+            segments.append(Segment(NARRATOR, text, "平静", 1, _delay(text)))
+            continue
         speaker, tag = _speaker(before, after, lexicon, state)
+        if speaker == UNKNOWN_SPEAKER:
+            speaker = _named_after(after, lexicon)
+        if speaker == UNKNOWN_SPEAKER:
+            speaker = state.mentioned or UNKNOWN_SPEAKER
+        if speaker in (_vocative(text, lexicon), _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)):
+            # Nobody calls himself by name at the start of his own line (“郓哥，你把去…”), nor
+            # speaks to himself in his own tag (便问庄客：“…”).
+            others = (state.other_speaker(), state.last_subject, state.earlier_subject)
+            speaker = next((s for s in others if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))
     return segments
 
 
+def _not_speech(before: str, content: str, after: str) -> bool:
+    before = before.rstrip(" \t　")
+    if _WRITTEN.search(before):
+        return True
+    # A short quote without punctuation, with no speech verb before it nor a tag after it: a name
+    # or phrase being quoted (听了“宿世姻缘”四字, 望“圣水”“神火”军中, 再说“没羽箭”张清).
+    spoken_before = _SPEECH_BEFORE.search(before) and not _STORY_TURN.search(before)
+    short = len(content) <= 8 and not _PUNCTUATED.search(content)
+    return bool(short and not spoken_before and not _AFTER_TAG.match(after.lstrip()))
+
+
 def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
-    name = _subject(sentence.split("，")[0], lexicon)
-    if name and name not in PRONOUNS:
-        state.last_subject = name
+    name = _sentence_subject(sentence, lexicon)
+    if name and name not in PRONOUNS + COLLECTIVES:
+        state.saw(name)
+    # A name in the sentence that introduces a quote is most often the listener or an object
+    # (走到裴寒山桌前，道): only names of earlier sentences stand in for a missing speaker.
+    state.mentioned = state.mentioned_now or state.mentioned
+    state.mentioned_now = _last_name(sentence, lexicon)
     tone, intensity = ("紧张", 3 if sentence.rstrip("”’").endswith("！") else 2) if _TENSE_NARRATION.search(sentence) else ("平静", 1)
     return Segment(NARRATOR, sentence, tone, intensity, _delay(sentence))
+
+
+def _clauses(sentence: str) -> list[str]:
+    return [c for c in _CLAUSE.split(sentence.strip("　 \t：:，,")) if c.strip()]
+
+
+def _sentence_subject(sentence: str | list[str], lexicon: Lexicon) -> str | None:
+    """The subject nearest the end of a sentence (or of its clauses): the last clause that opens
+    with one (or with a person seen: 看时，见石秀…)."""
+    clauses = _clauses(sentence) if isinstance(sentence, str) else sentence
+    for k in range(len(clauses) - 1, -1, -1):
+        clause = clauses[k]
+        if k and clause.startswith("见") and clauses[k - 1].endswith(("看时", "看")):
+            clause = clause[1:]  # 宋江看时，见石秀拈着口刀，…: the one seen acts next
+        name = subject(clause, lexicon, first=k == 0)
+        if name:
+            return name
+    return None
 
 
 def _speaker(before: str, after: str, lexicon: Lexicon, state: _State) -> tuple[str, str]:
@@ -173,60 +243,84 @@ def _speaker(before: str, after: str, lexicon: Lexicon, state: _State) -> tuple[
     before = before.rstrip(" \t　")
     last_sentence = _SENTENCE.findall(before)[-1] if before.strip() else ""
     if last_sentence and _TAG_END.search(last_sentence) and not re.search(r"[。！？!?]$", last_sentence):
-        name = _tag_subject(last_sentence, lexicon, state)
-        return name, last_sentence
+        return _tag_subject(last_sentence, lexicon, state), last_sentence
     match = _AFTER_TAG.match(after.lstrip())
     if match:
-        name = _subject(match.group(1), lexicon)
+        name = subject(match.group(1), lexicon, verb_clause=True) or name_before_verb(match.group(1), lexicon)
         if name:
             return _resolve(name, state), match.group(1)
     if last_sentence:
-        name = _subject(last_sentence.split("，")[0], lexicon)
-        if name:
-            return _resolve(name, state), ""
+        # Narration, then an untagged quote: the person the narration was about speaks.
+        return _resolve(_sentence_subject(last_sentence, lexicon) or "他", state), ""
     return state.other_speaker() or UNKNOWN_SPEAKER, ""
 
 
 def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
-    clauses = [c for c in re.split(r"[，,；;、]", sentence.rstrip("：:，, ")) if c.strip()]
-    # The verb's own clause first (林青对沈墨白道), then the sentence's subject (林青站起身来，…，笑道).
-    # A name the lexicon does not know is trusted only in subject position (the first clause).
-    order = [(clauses[-1], len(clauses) == 1)] + [(c, k == 0) for k, c in enumerate(clauses[:-1])] if clauses else []
-    for clause, subject_position in order:
-        name = _subject(clause, lexicon, allow_unknown=subject_position)
-        if name:
-            return _resolve(name, state)
-    return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER
-
-
-def _subject(clause: str, lexicon: Lexicon, allow_unknown: bool = False) -> str | None:
-    """The speaker named by a clause, or a pronoun, or None."""
-    clause = strip_lead(clause.strip("　 \t”’"))
-    for pronoun in PRONOUNS:
-        if clause.startswith(pronoun):
-            return pronoun
-    name = lexicon.name_at(clause, 0)
-    if name:
-        return name
-    candidate = subject_candidate(clause)
-    if candidate and candidate[0] in "那这" and lexicon.name_at(candidate, 1):
-        return lexicon.name_at(candidate, 1)  # 那殷天锡 → 殷天锡
-    if candidate and (candidate in lexicon.names or candidate.startswith(DESCRIPTOR_OPENERS)):
-        return candidate
-    if allow_unknown and candidate and _VERB_ONLY.match(clause[len(candidate) :]):
-        return candidate  # a name the corpus rarely tags: 贺统军道 → 贺统军
-    # A known name later in the clause that is not a listener (只听林青道 / 但听得门外林青道).
-    for i in range(1, len(clause)):
-        name = lexicon.name_at(clause, i)
-        if name and clause[i - 1] not in LISTENER_MARKERS:
-            return name
-    return None
+    """The speaker of a tag sentence (…笑道：): the subject of the verb's own clause, or else of the
+    nearest clause before it (林青站起身来，拍了拍雪，笑道 → 林青), or else the one the paragraph
+    was about. Names after a verb of address are listeners (分付戴宗道), and so are the people a
+    clause sends or asks to do something (便请军师吴用商议).
+    """
+    clauses = _clauses(sentence)
+    if not clauses:
+        return _resolve("他", state)
+    verb = clauses[-1]
+    heard = _HEARD.search(verb)
+    name = heard and subject(verb[heard.end() :], lexicon, verb_clause=True)  # 宋江又听得那太公问道
+    name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or name_before_verb(verb, lexicon)
+    return _resolve(name or _sentence_subject(clauses[:-1], lexicon) or "他", state)
 
 
 def _resolve(name: str, state: _State) -> str:
+    if name in COLLECTIVES:
+        # 二人 are the last names seen together, or the last group described (两个牌军…。两个道).
+        described = state.last_subject and state.last_subject.endswith(PERSON_HEADS)
+        return state.group or (state.last_subject if described else name)
     if name in PRONOUNS:
         return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER
     return name
+
+
+def _last_name(sentence: str, lexicon: Lexicon) -> str | None:
+    """The last known name in a sentence that is not spoken to (日光照在裴寒山脸上 → 裴寒山)."""
+    found = [m.group() for m in lexicon.names_in(sentence) if not m.start() or sentence[m.start() - 1] not in LISTENER_MARKERS]
+    return found[-1] if found else None
+
+
+def _named_after(after: str, lexicon: Lexicon) -> str:
+    """A speaker nothing before the quote tells, from the narration after it: the one the next
+    quote answers (花荣便对黄信说道 → 黄信), or else the speaker of the next quote, who goes on
+    (…公孙胜双脚踏在上面。罗真人把袖一拂，喝声道 → 罗真人), or else whoever the narration is about."""
+    sentences = [s for s in _SENTENCE.findall(after) if s.strip()]
+    if sentences and _TAG_END.search(sentences[-1]) and not re.search(r"[。！？!?]$", sentences[-1]):
+        clauses = _clauses(sentences[-1])
+        speaker = _tag_subject(sentences[-1], lexicon, _State())
+        listener = _listener(clauses[-1], lexicon) if clauses else None
+        if listener or speaker != UNKNOWN_SPEAKER:
+            return listener or speaker
+    for sentence in sentences:
+        name = _sentence_subject(sentence, lexicon)
+        if name and name not in PRONOUNS + COLLECTIVES:
+            return name
+    return UNKNOWN_SPEAKER
+
+
+def _vocative(content: str, lexicon: Lexicon) -> str | None:
+    """The name a quote opens by calling (“郓哥，…” → 郓哥, “黑旋风李逵，…” → 李逵)."""
+    name = names_at_start(content, lexicon)
+    if not name or "、" in name:
+        return None
+    end = content.find(name) + len(name)
+    return name if content[end : end + 1] in ("，", "！", ",", "!") else None
+
+
+def _listener(clause: str, lexicon: Lexicon) -> str | None:
+    clause = strip_lead(clause)
+    for i in range(1, len(clause) - 1):
+        name = lexicon.name_at(clause, i)
+        if name and clause[i - 1] in LISTENER_MARKERS:
+            return name
+    return None
 
 
 def _tone(tag: str, content: str) -> tuple[str, int]:

@@ -1,7 +1,10 @@
 """One row per evaluated checkpoint: the judge's scores and the output checks on the validation set.
 
 Judge failures (``overall`` null, ``error`` set) are counted and left out of every mean; they
-are never read as a score of 0.
+are never read as a score of 0. Besides the judge's numbers, each row measures the outputs
+themselves against the labels, whatever the judge: the quote-level speaker accuracy (the rubric's
+definition, :func:`..judging.rubric.speaker_accuracy`) and whether the outputs follow their
+excerpts at all (:mod:`..judging.diversity`).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..judging import DIMENSIONS
+from ..judging.diversity import Diversity, diversity
+from ..judging.rubric import speaker_accuracy
 from ..script import parse_script
 from . import stats
 from .load import RunData, StepEval, finite_number
@@ -29,12 +34,20 @@ class CheckpointRow:
     schema_valid: float | None  # share whose every segment passes the schema
     mean_segments: float | None
     n_outputs: int
+    quotes_right: int  # reference quotes whose speaker the final script names right (alias-aware)
+    quotes: int  # reference quotes of the slices with an output
+    diversity: Diversity
     overall_by_id: dict[str, float] = field(default_factory=dict)
     change_pct: float | None = None  # vs the baseline's mean
     diff: float | None = None  # paired mean difference vs the baseline
     diff_ci: tuple[float, float] | None = None
+    vs_baseline: str = "unclear"  # better / worse / unclear, by :func:`compare`
     is_best: bool = False
     is_baseline: bool = False
+
+    @property
+    def speaker_accuracy(self) -> float | None:
+        return self.quotes_right / self.quotes if self.quotes else None
 
 
 def final_notes(output: dict) -> dict:
@@ -45,8 +58,8 @@ def final_notes(output: dict) -> dict:
     return parse_script(output.get("final")).notes()
 
 
-def _row(step: StepEval, val_ids: list[str], settings: dict) -> CheckpointRow:
-    ids = val_ids or list(step.scores)
+def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
+    ids = run.val_ids or list(step.scores)
     overall: dict[str, float] = {}
     failed = missing = 0
     dims: dict[str, list[float]] = {d: [] for d in DIMENSIONS}
@@ -64,9 +77,19 @@ def _row(step: StepEval, val_ids: list[str], settings: dict) -> CheckpointRow:
             v = finite_number((score.get("scores") or {}).get(d))
             if v is not None:
                 dims[d].append(v)
-    notes = [final_notes(step.outputs[sid]) for sid in ids if sid in step.outputs]
+    with_output = [sid for sid in ids if sid in step.outputs]
+    notes = [final_notes(step.outputs[sid]) for sid in with_output]
     parsed = [n for n in notes if n.get("status") != "invalid"]
     values = list(overall.values())
+    finals = [step.outputs[sid].get("final") or "" for sid in with_output]
+    right = quotes = 0
+    for sid, final in zip(with_output, finals):
+        label = run.labels.get(sid) or {}
+        try:
+            r, q = speaker_accuracy(label["script"], final, label.get("aliases"))
+        except (KeyError, TypeError, ValueError):
+            continue  # no readable reference for this slice: the labels' problem, shown elsewhere
+        right, quotes = right + r, quotes + q
     return CheckpointRow(
         step=step.step,
         n_val=len(ids),
@@ -81,23 +104,40 @@ def _row(step: StepEval, val_ids: list[str], settings: dict) -> CheckpointRow:
         schema_valid=sum(1 for n in parsed if not n.get("errors") and n.get("items", 0) > 0) / len(notes) if notes else None,
         mean_segments=stats.mean([float(n.get("items", 0)) if n.get("status") != "invalid" else 0.0 for n in notes]),
         n_outputs=len(notes),
+        quotes_right=right,
+        quotes=quotes,
+        diversity=diversity(finals, [(run.labels.get(sid) or {}).get("text") or run.val_text.get(sid, "") for sid in with_output]),
         overall_by_id=overall,
     )
 
 
+def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict) -> tuple[float | None, tuple[float, float] | None]:
+    """Mean of ``a - b`` over the slices both scored, and its paired bootstrap interval."""
+    diff, ci, _ = stats.paired_diff_ci(
+        a.overall_by_id, b.overall_by_id, settings["bootstrap_samples"], settings["bootstrap_seed"] + a.step, settings["confidence"]
+    )
+    return (None if diff != diff else diff), ci  # NaN: no slice scored at both steps
+
+
+def compare(diff: float | None, ci: tuple[float, float] | None, settings: dict) -> str:
+    """The one rule by which the report calls two checkpoints different: ``better`` (``worse``)
+    when the paired interval lies above (below) 0 and the difference is at least
+    ``report.overfit_min_drop``; else ``unclear``."""
+    if diff is None or ci is None or abs(diff) < settings["overfit_min_drop"]:
+        return "unclear"
+    return "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "unclear"
+
+
 def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
     """Rows in step order; the first step (0 = the base policy) is the baseline, the best row is marked."""
-    rows = [_row(s, run.val_ids, settings) for s in run.steps]
+    rows = [_row(s, run, settings) for s in run.steps]
     base = rows[0]
     base.is_baseline = True
     for r in rows:
         r.change_pct = stats.relative_change(r.mean, base.mean)
         if r is not base:
-            diff, ci, _ = stats.paired_diff_ci(
-                r.overall_by_id, base.overall_by_id, settings["bootstrap_samples"], settings["bootstrap_seed"] + r.step, settings["confidence"]
-            )
-            r.diff = None if diff != diff else diff  # NaN: no slice scored at both steps
-            r.diff_ci = ci
+            r.diff, r.diff_ci = paired_diff(r, base, settings)
+            r.vs_baseline = compare(r.diff, r.diff_ci, settings)
     scored = [r for r in rows if r.mean is not None]
     if scored and len(rows) > 1:  # with the baseline alone there is nothing to choose
         # Ties go to the earlier step: fewer updates for the same score.

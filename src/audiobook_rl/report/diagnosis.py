@@ -1,14 +1,22 @@
-"""What the numbers say: the headline sentence, an over-fitting note and warnings about noise.
+"""What the numbers say: the headline sentence, an over-fitting note, mode collapse and warnings
+about noise.
 
-Every message is plain text (no markup); the template escapes it like any other string.
+Two checkpoints are called different by one rule only (:func:`.checkpoints.compare`): the paired
+bootstrap interval of their difference on the slices both scored excludes 0, and the difference is
+at least ``report.overfit_min_drop``. The headline, the over-fitting note and the noise warnings
+all use it, so they cannot contradict each other. A
+checkpoint whose outputs ignore their input (:mod:`..judging.diversity`) is never called an
+improvement, whatever its score. Every message is plain text (no markup); the template escapes it
+like any other string.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..training.collapse import ADVICE, collapse
 from . import stats
-from .checkpoints import CheckpointRow, best_row
+from .checkpoints import CheckpointRow, best_row, compare, paired_diff
 
 
 @dataclass
@@ -48,67 +56,181 @@ def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-def headline(rows: list[CheckpointRow]) -> str:
-    """One sentence a reader can quote: the best checkpoint, its score, the baseline's, the change."""
+@dataclass
+class Note:
+    """A diagnosis box: ``level`` is ``ok``, ``warn``, ``bad`` or ``neutral`` (its colour), ``text`` plain text."""
+
+    level: str
+    text: str
+
+
+def diff_text(r: CheckpointRow, confidence: float) -> str:
+    """The paired difference to the baseline with its interval, then the relative change:
+    ``+0.105 (95% paired interval +0.020 to +0.190), +54.9% relative``."""
+    if r.diff is None:
+        return "no slice scored at both steps"
+    interval = (
+        f"{confidence:.0%} paired interval {r.diff_ci[0]:+.3f} to {r.diff_ci[1]:+.3f}"
+        if r.diff_ci
+        else "too few slices scored at both steps for an interval"
+    )
+    relative = "" if r.change_pct is None else f", {pct(r.change_pct)} relative"
+    return f"{r.diff:+.3f} ({interval}){relative}"
+
+
+def verdict(r: CheckpointRow) -> str:
+    """The checkpoint against the baseline (:func:`.checkpoints.compare`), unless its outputs
+    ignore their input (``ignores input``): such a checkpoint is never an improvement."""
+    return "ignores input" if r.diversity.ignores_input else r.vs_baseline
+
+
+def headline(rows: list[CheckpointRow], confidence: float) -> Note:
+    """One sentence a reader can quote: the best checkpoint against the baseline, the paired
+    difference with its interval first and the relative change second; "no clear change" when the
+    interval includes 0, and never an improvement when the outputs ignore their input. Its level
+    is ``ok`` (green) only for a clear improvement."""
     base, best = rows[0], best_row(rows)
     base_name = "the baseline (step 0)" if base.step == 0 else f"the first evaluated step ({base.step})"
     if len(rows) == 1 and base.mean is not None:
-        return f"Only {base_name} was evaluated: validation score {fmt(base.mean)} (n = {base.n_scored})."
+        return Note("neutral", f"Only {base_name} was evaluated: validation score {fmt(base.mean)} (n = {base.n_scored}).")
     if best is None:
-        return "No checkpoint could be scored: every judge call failed or no scores were written (see the table)."
+        return Note("bad", "No checkpoint could be scored: every judge call failed or no scores were written (see the table).")
     if base.mean is None:
-        return (
+        return Note(
+            "neutral",
             f"The best checkpoint is step {best.step} with validation score {fmt(best.mean)} (n = {best.n_scored}); "
-            f"{base_name} has no judge score, so no change can be computed."
+            f"{base_name} has no judge score, so no change can be computed.",
         )
-    change = "" if best.change_pct is None else f", {pct(best.change_pct)}"
     if best.is_baseline:
         others = [r for r in rows[1:] if r.mean is not None]
         runner = max(others, key=lambda r: (r.mean, -r.step)) if others else None
-        tail = f"; the best trained checkpoint, step {runner.step}, scored {fmt(runner.mean)} ({pct(runner.change_pct)})" if runner else ""
-        return f"No checkpoint beat {base_name}, which scored {fmt(base.mean)} on the validation set (n = {base.n_scored}){tail}."
-    return (
-        f"The best checkpoint is step {best.step}: validation score {fmt(best.mean)} (n = {best.n_scored}) "
-        f"against {fmt(base.mean)} for {base_name}{change}."
-    )
+        tail = (
+            f"; the best trained checkpoint, step {runner.step}, scored {fmt(runner.mean)}: {diff_text(runner, confidence)}"
+            if runner
+            else ""
+        )
+        return Note(
+            "neutral", f"No checkpoint beat {base_name}, which scored {fmt(base.mean)} on the validation set (n = {base.n_scored}){tail}."
+        )
+    scores = f"validation score {fmt(best.mean)} (n = {best.n_scored}) against {fmt(base.mean)} for {base_name}"
+    change = diff_text(best, confidence)
+    outcome = verdict(best)
+    if outcome == "ignores input":
+        d = best.diversity
+        following = [r for r in rows[1:] if r.mean is not None and not r.diversity.ignores_input]
+        alt = max(following, key=lambda r: (r.mean, -r.step)) if following else None
+        says = {"better": "an improvement", "worse": "worse", "unclear": "no clear change"}
+        tail = (
+            f" The best checkpoint whose outputs follow their input, step {alt.step}: {diff_text(alt, confidence)} "
+            f"({says[alt.vs_baseline]})."
+            if alt
+            else ""
+        )
+        return Note(
+            "bad",
+            f"Not an improvement: step {best.step} scores highest, {change}, but its outputs ignore their input "
+            f"({d.distinct} distinct script(s) for {d.n} excerpts; see the diagnosis); {scores}.{tail}",
+        )
+    if outcome == "better":
+        return Note("ok", f"Step {best.step} improves on {base_name}: {change}; {scores}.")
+    if outcome == "worse":
+        return Note(
+            "bad", f"Step {best.step}, the best-scoring checkpoint, is worse than {base_name} on the slices both scored: {change}; {scores}."
+        )
+    return Note("neutral", f"No clear change: the best checkpoint, step {best.step}, differs from {base_name} by {change}; {scores}.")
 
 
-def overfitting_note(c: Curves, rows: list[CheckpointRow], min_drop: float) -> str | None:
-    """A note when validation peaks before its last point and then drops while training reward rises.
+def overfitting_note(c: Curves, rows: list[CheckpointRow], settings: dict) -> Note:
+    """Over-fitting or not, decided by the report's one rule (:func:`.checkpoints.compare`): the
+    last evaluated checkpoint is clearly worse than the best one (their paired interval lies below
+    0 and the drop is at least ``report.overfit_min_drop``); then the training reward tells
+    over-fitting (it kept rising) from unstable training. ``settings`` is the ``report`` section.
 
-    The validation curve of training is used when it has at least two points; otherwise the
-    checkpoint scores of the table stand in for it.
+    With fewer than two scored checkpoints nothing can be tested; a drop of the validation curve
+    logged during training is then reported as untested.
     """
-    if len(c.val) >= 2:
-        points, what = list(zip(c.val_steps, c.val)), "validation reward"
-    else:
-        points = [(r.step, r.mean) for r in rows if r.mean is not None]
-        what = "checkpoint validation score"
-        if len(points) < 3:
-            return None
-    peak_i = max(range(len(points)), key=lambda k: (points[k][1], -points[k][0]))
-    peak_step, peak = points[peak_i]
-    last_step, last = points[-1]
-    drop = peak - last
-    if peak_step == last_step or drop < min_drop:
-        return None
-    rise = _train_rise(c, peak_step, last_step)
+    scored = [r for r in rows if r.mean is not None]
+    min_drop = settings["overfit_min_drop"]
+    if len(scored) < 2:
+        peak = _curve_drop(c, min_drop)
+        if peak:
+            return Note("warn", f"{peak}; with fewer than two scored checkpoints the drop cannot be tested against noise.")
+        return Note("ok", "No sign of over-fitting: validation does not peak before its last point and then drop.")
+    best, last = best_row(rows), scored[-1]
+    if best is last:
+        peak = _curve_drop(c, min_drop)
+        tail = f" ({peak}; the evaluated checkpoints do not bracket that drop, so it is not tested)" if peak else ""
+        return Note("ok", f"No sign of over-fitting: the last evaluated checkpoint, step {last.step}, scores highest{tail}.")
+    diff, ci = paired_diff(last, best, settings)
+    if ci is None:
+        return Note(
+            "ok",
+            f"No clear sign of over-fitting: step {last.step} scores {fmt(last.mean)} against {fmt(best.mean)} at step "
+            f"{best.step}, the best checkpoint, but too few slices were scored at both steps for a paired interval.",
+        )
     where = (
-        f"The {what} peaked at step {peak_step} ({fmt(peak)}) and fell to {fmt(last)} by step {last_step} "
-        f"(−{fmt(drop)}, {pct(stats.relative_change(last, peak))})"
+        f"step {last.step} scores {fmt(last.mean)} against {fmt(best.mean)} at step {best.step}, the best checkpoint: "
+        f"{diff:+.3f} ({settings['confidence']:.0%} paired interval {ci[0]:+.3f} to {ci[1]:+.3f})"
     )
+    if compare(diff, ci, settings) != "worse":
+        why = "which includes 0, so the drop is within noise" if ci[1] >= 0 else f"a drop smaller than report.overfit_min_drop ({min_drop})"
+        return Note("ok", f"No clear sign of over-fitting: {where}, {why}.")
+    rise = _train_rise(c, best.step, last.step)
     if rise is None:
-        return where + "; training reward was not logged over that stretch, so over-fitting cannot be confirmed."
+        return Note("warn", f"A clear drop after the best checkpoint: {where}; training reward was not logged over that stretch, so over-fitting cannot be confirmed.")
     before, after = rise
     if after > before:
-        return (
+        return Note(
+            "bad",
             f"Over-fitting: {where}, while the smoothed training reward kept rising from {fmt(before)} to {fmt(after)}. "
-            f"Later steps fit the training slices better and generalise worse; use the best-validation checkpoint, not the last."
+            f"Later steps fit the training slices better and generalise worse; use step {best.step}, not the last.",
         )
-    return (
-        f"{where}, and the smoothed training reward did not rise either ({fmt(before)} → {fmt(after)}): "
-        "this looks like unstable training rather than over-fitting."
+    return Note(
+        "bad",
+        f"A clear drop after the best checkpoint: {where}, and the smoothed training reward did not rise either "
+        f"({fmt(before)} → {fmt(after)}): this looks like unstable training rather than over-fitting.",
     )
+
+
+def _curve_drop(c: Curves, min_drop: float) -> str | None:
+    """A sentence when the validation curve logged during training peaks before its last point and
+    then falls by at least ``min_drop``."""
+    if len(c.val) < 2 or c.best_val is None:
+        return None
+    (peak_step, peak), last_step, last = c.best_val, c.val_steps[-1], c.val[-1]
+    if peak_step == last_step or peak - last < min_drop:
+        return None
+    return f"the validation reward logged during training peaked at step {peak_step} ({fmt(peak)}) and fell to {fmt(last)} by step {last_step}"
+
+
+def collapse_notes(rows: list[CheckpointRow]) -> list[str]:
+    """One sentence per checkpoint whose outputs ignore their input (see :mod:`..judging.diversity`)."""
+    out = []
+    for r in rows:
+        d = r.diversity
+        if not d.ignores_input:
+            continue
+        name = "The baseline (step 0)" if r.is_baseline and r.step == 0 else f"Step {r.step}"
+        out.append(
+            f"{name} ignores its input: {d.distinct} distinct script(s) for {d.n} excerpts, and the outputs of different "
+            f"excerpts are {fmt(d.cross_similarity, 2)} alike, against {fmt(d.source_similarity, 2)} to their own excerpt. "
+            "Whatever it scores, it does not adapt the text it is given: mode collapse, not an improvement."
+        )
+    return out
+
+
+def training_collapse_notes(metrics: list[dict], train: dict) -> list[str]:
+    """A sentence when training went ``train.collapse_patience`` steps (3 when the guard was off) in a
+    row without a learning signal (:func:`..training.collapse.collapse`, the guard's own rule)."""
+    patience = train.get("collapse_patience") or 3
+    found = collapse(metrics, patience)
+    if found is None:
+        return []
+    step, reason = found
+    return [
+        f"Training collapsed: by step {step}, for {patience} steps in a row, {reason}, so GRPO had nothing to learn "
+        f"from; the checkpoints after that are not trained on anything. To train again, {ADVICE}."
+    ]
 
 
 def _train_rise(c: Curves, start: int, end: int) -> tuple[float, float] | None:
@@ -122,18 +244,19 @@ def _train_rise(c: Curves, start: int, end: int) -> tuple[float, float] | None:
     return None if a is None or b is None else (a, b)
 
 
-def noise_warnings(rows: list[CheckpointRow], min_n: int, confidence: float) -> list[str]:
-    """Warnings when the validation set is too small to tell the checkpoints apart, and each
-    checkpoint's paired difference to the baseline with its interval (does it beat it at all?)."""
+def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
+    """Warnings when the validation set is small, each checkpoint's paired difference to the
+    baseline with its interval (does it beat it at all?), and the checkpoints the best one cannot
+    be told apart from by the same paired test."""
     out = []
     best = best_row(rows)
     if best is None:
         return out
-    level = f"{confidence:.0%}"
-    if best.n_scored < min_n:
+    level = f"{settings['confidence']:.0%}"
+    if best.n_scored < settings["min_n"]:
         out.append(
-            f"Only n = {best.n_scored} validation slices were scored for step {best.step} (fewer than {min_n}): "
-            "differences between checkpoints of a few hundredths are within noise."
+            f"Only n = {best.n_scored} validation slices were scored for step {best.step} (fewer than {settings['min_n']}): "
+            "the intervals are wide; a difference is called clear only where its paired interval excludes 0."
         )
     for r in rows:
         if r.is_baseline or r.diff is None:
@@ -142,20 +265,27 @@ def noise_warnings(rows: list[CheckpointRow], min_n: int, confidence: float) -> 
             out.append(f"Step {r.step} vs baseline: too few slices scored at both steps for an interval.")
             continue
         lo, hi = r.diff_ci
-        verdict = (
-            "the validation set cannot tell them apart"
+        says = {
+            "better": "better than the baseline",
+            "worse": "worse than the baseline",
+            "unclear": "the validation set cannot tell them apart"
             if lo <= 0 <= hi
-            else ("better than the baseline" if lo > 0 else "worse than the baseline")
-        )
-        out.append(f"Step {r.step} vs baseline: paired difference {r.diff:+.3f}, {level} bootstrap interval [{lo:+.3f}, {hi:+.3f}]: {verdict}.")
-    others = [r for r in rows if r is not best and r.ci is not None and not r.is_baseline]
-    if best.ci is not None:
-        overlap = [r.step for r in others if r.ci[1] >= best.ci[0]]
-        if overlap:
-            names = ", ".join(str(s) for s in overlap)
+            else f"smaller than the smallest change counted (report.overfit_min_drop = {settings['overfit_min_drop']}): no clear change",
+        }[r.vs_baseline]
+        if r.diversity.ignores_input:
+            says += " in score only (its outputs ignore their input)"
+        out.append(f"Step {r.step} vs baseline: paired difference {r.diff:+.3f}, {level} bootstrap interval [{lo:+.3f}, {hi:+.3f}]: {says}.")
+    if not best.is_baseline:
+        ties = []
+        for r in rows:
+            if r is best or r.is_baseline or r.mean is None:
+                continue
+            if compare(*paired_diff(r, best, settings), settings) == "unclear":
+                ties.append(str(r.step))
+        if ties:
             out.append(
-                f"The {level} interval of the best checkpoint (step {best.step}) overlaps that of step(s) {names}: "
-                "the ranking among these checkpoints is not reliable."
+                f"The best checkpoint (step {best.step}) cannot be told apart from step(s) {', '.join(ties)}: "
+                f"their paired {level} intervals include 0, so the ranking among these checkpoints is not reliable."
             )
     return out
 

@@ -80,7 +80,6 @@ def build_report(
     rows = checkpoint_rows(run, settings)
     curves = diagnosis.curves(run.metrics, settings["smoothing_window"])
     best = best_row(rows)
-    overfit = diagnosis.overfitting_note(curves, rows, settings["overfit_min_drop"])
     made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "policy": "build_policy"}
     files = [
         provenance.file_record(path, made_by.get(name) or ("generate" if name.startswith("outputs") else "judge"))
@@ -89,7 +88,7 @@ def build_report(
     ref_segments = [len(l.get("script", [])) for sid, l in run.labels.items() if sid in set(run.val_ids)]
     context = {
         "title": settings["title"],
-        "headline": diagnosis.headline(rows),
+        "headline": diagnosis.headline(rows, settings["confidence"]),
         "rows": rows,
         "best": best,
         "base": rows[0],
@@ -97,11 +96,13 @@ def build_report(
         "short_dims": {"format": "format", "completeness": "complete", "speaker": "speaker", "emotion": "emotion", "segmentation": "segment."},
         "fmt": diagnosis.fmt,
         "pct": diagnosis.pct,
+        "verdict": diagnosis.verdict,
         "curves": curves,
         "curves_svg": plots.curves_svg(curves, [r.step for r in rows], settings["smoothing_window"]),
         "checkpoints_svg": plots.checkpoints_svg(rows, settings["confidence"]),
-        "overfit": overfit,
-        "warnings": diagnosis.noise_warnings(rows, settings["min_n"], settings["confidence"]) + diagnosis.coverage_warnings(rows),
+        "overfit": diagnosis.overfitting_note(curves, rows, settings),
+        "collapse": diagnosis.training_collapse_notes(run.metrics, train) + diagnosis.collapse_notes(rows),
+        "warnings": diagnosis.noise_warnings(rows, settings) + diagnosis.coverage_warnings(rows),
         "problems": run.problems,
         "n_metrics": len(run.metrics),
         "last_step": run.metrics[-1]["step"] if run.metrics else None,

@@ -54,11 +54,26 @@ def saved_steps(root: str | Path) -> list[int]:
     return sorted(steps)
 
 
+def same_run(root: str | Path, fp: str) -> bool:
+    """Whether ``root`` holds checkpoints of the run with fingerprint ``fp``."""
+    run_file = Path(root) / "run.json"
+    return run_file.is_file() and json.loads(run_file.read_text()).get("fingerprint") == fp
+
+
+def start_run(root: str | Path, fp: str) -> None:
+    """Empty ``root`` (saying so if it held checkpoints of another run) and mark it as run ``fp``'s."""
+    root = Path(root)
+    if root.exists() and any(root.iterdir()):
+        log.warning("%s holds checkpoints of other settings or inputs: starting over", root)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    write_json(root / "run.json", {"fingerprint": fp})
+
+
 def prepare_run(root: str | Path, fp: str) -> int:
     """Start or resume: return the step to resume from (0 = fresh). Wipes checkpoints of another run."""
     root = Path(root)
-    run_file = root / "run.json"
-    if run_file.is_file() and json.loads(run_file.read_text()).get("fingerprint") == fp:
+    if same_run(root, fp):
         steps = saved_steps(root)
         last = steps[-1] if steps else 0
         metrics = root / "metrics.jsonl"
@@ -68,11 +83,7 @@ def prepare_run(root: str | Path, fp: str) -> int:
             else:
                 metrics.unlink()
         return last
-    if root.exists() and any(root.iterdir()):
-        log.warning("%s holds checkpoints of other settings or inputs: starting over", root)
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    write_json(run_file, {"fingerprint": fp})
+    start_run(root, fp)
     return 0
 
 

@@ -17,20 +17,26 @@ Randomness is seeded per step, so a run resumed from a checkpoint repeats the un
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import random
 import statistics
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ..agent import AgentPrompts, Task, run_episodes
+from ..errors import UserError
 from ..generation import HFChat
+from ..judging.diversity import diversity
 from ..policy.model import load_policy
 from ..script import parse_script
 from . import checkpoints as ckpt
+from .collapse import ADVICE, collapse
 from .grpo import group_advantages, ppo_clip_loss
 from .logprobs import pack, token_logprobs
 
@@ -49,16 +55,29 @@ class Row:
 
 
 def episode_rows(episodes, groups: list[str]) -> list[Row]:
-    """Both calls of every episode as rows carrying the episode reward (a judge failure counts 0)."""
+    """Both calls of every episode as rows carrying the episode reward.
+
+    A group with an episode the judge could not score is left out of the update: a made-up reward
+    would move the group's advantages (a failure is counted in the metrics instead).
+    """
+    failed = {group for episode, group in zip(episodes, groups) if episode.reward is None}
     rows = []
     for episode, group in zip(episodes, groups):
-        reward = episode.reward if episode.reward is not None else 0.0
+        if group in failed:
+            continue
         for call in episode.calls:
-            rows.append(Row(group, call.reply.prompt_ids, call.reply.response_ids, reward))
+            rows.append(Row(group, call.reply.prompt_ids, call.reply.response_ids, episode.reward))
     advantages = group_advantages([r.reward for r in rows], [r.group for r in rows])
     for row, a in zip(rows, advantages):
         row.advantage = a
     return rows
+
+
+def precision(device: torch.device):
+    """bf16 autocast on a GPU (fp32 master weights and optimizer state), full fp32 elsewhere."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Random, pad_id: int) -> dict:
@@ -67,6 +86,9 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
     temperature = settings["rollout"]["temperature"]
     micro = settings["micro_batch_size"]
     rows = [r for r in rows if r.response_ids]
+    stats = {"loss": [], "clip_frac": [], "dual_clip_frac": [], "ratio_mean": [], "grad_norm": [], "skipped_updates": []}
+    if not rows:  # every group was dropped: nothing to update on
+        return {**dict.fromkeys(stats, 0.0), "trained_tokens": 0}
     order = list(range(len(rows)))
     rng.shuffle(order)
     rows = [rows[i] for i in order]
@@ -80,17 +102,17 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
                for mini in minis]
 
     # log π_old: the policy that sampled the rollouts (identical to the current one before any update).
-    with torch.no_grad():
+    with torch.no_grad(), precision(device):
         old = [[token_logprobs(model, b, temperature) for b in mini] for mini in batches]
 
-    stats = {"loss": [], "clip_frac": [], "dual_clip_frac": [], "ratio_mean": [], "grad_norm": []}
     model.train()
     for mini, mini_batches, mini_old in zip(minis, batches, old):
         optimizer.zero_grad(set_to_none=True)
         tokens = sum(float(b["mask"].sum()) for b in mini_batches)
         total, parts = 0.0, {"clip_frac": 0.0, "dual_clip_frac": 0.0, "ratio_mean": 0.0}
         for part, batch, old_logp in zip(mini, mini_batches, mini_old):
-            logp = token_logprobs(model, batch, temperature)
+            with precision(device):
+                logp = token_logprobs(model, batch, temperature)
             adv = torch.tensor([r.advantage for r in part], dtype=torch.float32, device=device)
             loss, part_stats = ppo_clip_loss(
                 logp, old_logp, adv, batch["mask"],
@@ -102,25 +124,38 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
             total += loss.item() * share
             for k in parts:
                 parts[k] += part_stats[k] * share
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings["grad_clip"])
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), settings["grad_clip"]))
+        if not math.isfinite(grad_norm):
+            # As verl does: a non-finite gradient would turn every weight into NaN; skip this step.
+            bad = [name for name, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+            log.warning("non-finite gradient norm (%s; loss %s; in %d tensors, first %s): optimizer step skipped",
+                        grad_norm, total, len(bad), bad[:3])
+            stats["skipped_updates"].append(1.0)
+            continue
         optimizer.step()
+        stats["skipped_updates"].append(0.0)
         stats["loss"].append(total)
-        stats["grad_norm"].append(float(grad_norm))
+        stats["grad_norm"].append(grad_norm)
         for k, v in parts.items():
             stats[k].append(v)
     model.eval()
-    return {k: statistics.fmean(v) if v else 0.0 for k, v in stats.items()}
+    out = {k: statistics.fmean(v) if v else 0.0 for k, v in stats.items()}
+    out["skipped_updates"] = int(sum(stats["skipped_updates"]))
+    out["trained_tokens"] = sum(len(r.prompt_ids) + len(r.response_ids) for r in rows)
+    return out
 
 
 def validate(client, tasks, prompts, judge, settings) -> dict:
     """Mean judge reward of the final scripts on the validation tasks, decoded at ``val_temperature``."""
+    rollout = settings["rollout"]
     episodes = run_episodes(tasks, client, prompts, judge, temperature=settings["val_temperature"],
-                            max_tokens=settings["rollout"]["max_tokens"])
+                            max_tokens=rollout["max_tokens"], top_p=rollout["top_p"], top_k=rollout["top_k"])
     rewards = [e.reward if e.reward is not None else 0.0 for e in episodes]
     return {
         "val_reward": statistics.fmean(rewards),
         "val_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
         "val_judge_failures": sum(e.reward is None for e in episodes),
+        **diversity([e.final for e in episodes], [t.text for t in tasks]).metrics("val"),
     }
 
 
@@ -161,33 +196,47 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
         tasks = rng.sample(train_tasks, batch)
         group = [t for t in tasks for _ in range(rollout["n"])]
         tokens_before = client.generated_tokens
+        if device != "cpu":
+            torch.cuda.reset_peak_memory_stats()
         episodes = run_episodes(group, client, prompts, judge, temperature=rollout["temperature"],
-                                max_tokens=rollout["max_tokens"])
+                                max_tokens=rollout["max_tokens"], top_p=rollout["top_p"], top_k=rollout["top_k"])
         rollout_seconds = time.monotonic() - t0
 
         # 2. both calls of each episode, with the episode reward, grouped by task → advantages
         rows = episode_rows(episodes, [t.id for t in group])
 
         # 3. PPO-clip update
+        t1 = time.monotonic()
         stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id)
+        update_seconds = time.monotonic() - t1
 
-        rewards = [e.reward if e.reward is not None else 0.0 for e in episodes]
+        rewards = [e.reward for e in episodes if e.reward is not None]
+        generated = client.generated_tokens - tokens_before
         record = {
             "step": step,
-            "train_reward": statistics.fmean(rewards),
-            "train_reward_std": statistics.pstdev(rewards),
+            "train_reward": statistics.fmean(rewards) if rewards else 0.0,
+            "train_reward_std": statistics.pstdev(rewards) if rewards else 0.0,
+            "train_reward_group_std": group_spread(episodes, [t.id for t in group]),
             "train_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
             "draft_json_valid": statistics.fmean(parse_script(e.draft).ok for e in episodes),
+            **diversity([e.final for e in episodes], [t.text for t in group], [t.id for t in group]).metrics("train"),
             "loss": stats["loss"],
             "clip_frac": stats["clip_frac"],
             "dual_clip_frac": stats["dual_clip_frac"],
             "ratio_mean": stats["ratio_mean"],
             "grad_norm": stats["grad_norm"],
+            "skipped_updates": stats["skipped_updates"],
             "response_length": statistics.fmean(len(r.response_ids) for r in rows),
             "judge_failures": sum(e.reward is None for e in episodes),
-            "generated_tokens": client.generated_tokens - tokens_before,
+            "dropped_groups": len({t.id for t, e in zip(group, episodes) if e.reward is None}),
+            "generated_tokens": generated,
             "rollout_seconds": rollout_seconds,
+            "rollout_tokens_per_s": generated / max(rollout_seconds, 1e-9),
+            "update_seconds": update_seconds,
+            "train_tokens_per_s": stats["trained_tokens"] / max(update_seconds, 1e-9),
         }
+        if device != "cpu":
+            record["peak_gpu_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30
 
         # 4. validation and checkpoints
         saved = step % settings["save_freq"] == 0 or step == total
@@ -203,14 +252,33 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
         if saved:
             ckpt.save_checkpoint(root, step, model, tokenizer, optimizer, {"best": best})
         record["seconds"] = time.monotonic() - t0
+        collapsed = collapse(ckpt.read_metrics(root) + [record], settings["collapse_patience"])
+        if collapsed and step < total:
+            record["collapse"] = collapsed[1]
         ckpt.append_metrics(root, record)
         log.info(
-            "step %d/%d: reward %.3f  loss %+.4f  clip %.3f  len %.0f  %.1f s%s%s",
+            "step %d/%d: reward %.3f  loss %+.4f  clip %.3f  len %.0f  %.0f tok/s  %.1f s%s%s",
             step, total, record["train_reward"], record["loss"], record["clip_frac"], record["response_length"],
-            record["seconds"], f"  val {record['val_reward']:.3f}" if "val_reward" in record else "",
-            "  [saved]" if saved else "",
+            record["rollout_tokens_per_s"], record["seconds"],
+            f"  val {record['val_reward']:.3f}" if "val_reward" in record else "", "  [saved]" if saved else "",
         )
+        if "collapse" in record:
+            raise UserError(
+                f"training collapsed at step {step} of {total}: for {settings['collapse_patience']} steps in a row "
+                f"{record['collapse']}, so GRPO had nothing to learn from; {ADVICE} (checkpoints and metrics so far "
+                f"are kept in {root})."
+            )
     return summarize(root, best, total, settings)
+
+
+def group_spread(episodes, groups: list[str]) -> float:
+    """Mean over tasks of the spread (population std) of their episodes' rewards: 0 = no advantage anywhere."""
+    by_group: dict[str, list[float]] = defaultdict(list)
+    for episode, group in zip(episodes, groups):
+        if episode.reward is not None:
+            by_group[group].append(episode.reward)
+    spreads = [statistics.pstdev(r) for r in by_group.values() if len(r) > 1]
+    return statistics.fmean(spreads) if spreads else 0.0
 
 
 def summarize(root: str, best: dict, total: int, settings: dict) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 
 def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int, device) -> dict:
@@ -23,15 +24,31 @@ def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int, devi
     return {"ids": ids.to(device), "attention": attention.to(device), "mask": mask.to(device)}
 
 
-def token_logprobs(model, batch: dict, temperature: float = 1.0) -> torch.Tensor:
-    """log π(token | prefix) for every position (B × T-1); only ``batch['mask']`` positions matter.
+def token_logprobs(model, batch: dict, temperature: float = 1.0, chunk: int = 2048) -> torch.Tensor:
+    """log π(token | prefix) at the response positions (B × T-1; 0 where ``batch['mask']`` is 0).
 
     Logits are divided by the sampling temperature, as verl does, so the ratio compares the same
-    distributions that produced the samples.
+    distributions that produced the samples. Only response positions go through the output layer,
+    ``chunk`` tokens at a time, and each chunk's full-vocabulary logits are recomputed in the
+    backward pass instead of kept (a 150k-token vocabulary would otherwise hold gigabytes of them).
     """
-    logits = model(input_ids=batch["ids"], attention_mask=batch["attention"]).logits[:, :-1, :]
+    hidden = model.get_decoder()(input_ids=batch["ids"], attention_mask=batch["attention"]).last_hidden_state
+    picked = batch["mask"].bool()
+    states = hidden[:, :-1][picked]
+    targets = batch["ids"][:, 1:][picked]
+    head = model.get_output_embeddings()
+    parts = [
+        checkpoint(_chosen_logprobs, head, states[i : i + chunk], targets[i : i + chunk], temperature, use_reentrant=False)
+        for i in range(0, len(targets), chunk)
+    ]
+    out = torch.zeros(picked.shape, dtype=torch.float32, device=hidden.device)
+    if parts:
+        out = out.masked_scatter(picked, torch.cat(parts))
+    return out
+
+
+def _chosen_logprobs(head, states: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    logits = head(states).float()
     if temperature not in (0, 1):
         logits = logits / temperature
-    targets = batch["ids"][:, 1:]
-    # log_softmax then gather: exact, and the B × T × V tensor is freed right after.
-    return torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)

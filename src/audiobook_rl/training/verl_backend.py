@@ -2,13 +2,15 @@
 
 Three lines do the work, as in Agent Lightning's own examples::
 
-    algorithm = agl.VERL(build_verl_config(train, ...))
+    algorithm = agl.VERL(build_verl_config(train, ...), daemon_cls=RewardedGroupsDaemon)
     trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, tracer=agl.OtelTracer(),
                           adapter=agl.LlmProxyTraceToTriplet())
     trainer.fit(agent, train_rows, val_dataset=val_rows)
 
 The rest is what makes a run safe to start and to resume: a preflight (versions, GPUs, the judge's
-key), the environment verl and LiteLLM read, one metrics file per attempt (verl's file logger
+key); the fingerprint of settings and inputs (checkpoints of another run are discarded, a finished
+run is not trained again: verl would resume it and train one step more); a Ray of this job's own
+GPUs; the environment verl and LiteLLM read; one metrics file per attempt (verl's file logger
 truncates its file at start) and their conversion to results/train/metrics.jsonl.
 
 Only calls that pass through Agent Lightning's LLM proxy become training samples
@@ -20,11 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 
 from ..files import write_json, write_jsonl
 from ..preflight import check_training, require
-from .verl_config import build_verl_config, check_verl_config
+from .checkpoints import same_run, start_run
+from .verl_config import build_verl_config, check_verl_config, max_model_len
 from .verl_metrics import convert_logs
 
 log = logging.getLogger(__name__)
@@ -35,8 +39,6 @@ def training_env(metrics_log: str | Path) -> dict[str, str]:
     return {
         # litellm (Agent Lightning's LLM proxy) otherwise downloads a price list at import time.
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        # Newer litellm refuses to start a proxy without a master key; this one listens on localhost.
-        "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true",
         # verl's file logger: one JSON line per step, read back by convert_logs.
         "VERL_FILE_LOGGER_PATH": str(Path(metrics_log).resolve()),
         "HYDRA_FULL_ERROR": "1",
@@ -60,6 +62,28 @@ def hand_env_to_ray(env: dict[str, str]) -> None:
     os.environ[RAY_JOB_CONFIG] = json.dumps(job)
 
 
+# What Agent Lightning's run_ppo gives Ray's workers when it starts Ray itself.
+AGL_RAY_ENV = {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG": "WARN", "VLLM_LOGGING_LEVEL": "WARN"}
+
+
+def uses_local_ray(train: dict) -> bool:
+    """Training starts a Ray of its own on this machine (one node, no ``RAY_ADDRESS`` of a cluster)."""
+    return train["nnodes"] == 1 and not os.environ.get("RAY_ADDRESS")
+
+
+def start_local_ray() -> None:
+    """Start a Ray of this process alone, on the GPUs of ``CUDA_VISIBLE_DEVICES`` (the job's claim).
+
+    Agent Lightning calls a plain ``ray.init()``, which joins the newest cluster that ``ray start``
+    left on this machine (multi-node steps, or a stale one), whose GPUs are not this job's; it skips
+    its own call when Ray is already up.
+    """
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address="local", runtime_env={"env_vars": AGL_RAY_ENV})
+
+
 def default_runners(train: dict) -> int:
     """Rollouts at once when ``resources.train_grpo.n_runners`` is unset: all of a step's, up to 32."""
     return min(32, train["train_batch_size"] * train["rollout"]["n"])
@@ -73,6 +97,28 @@ def attempt_log(log_dir: str | Path) -> Path:
     return log_dir / f"attempt_{n:03d}.jsonl"
 
 
+def latest_checkpoint(checkpoint_dir: str | Path) -> int:
+    """The step verl resumes from (its ``latest_checkpointed_iteration.txt``), 0 if none."""
+    tracker = Path(checkpoint_dir) / "latest_checkpointed_iteration.txt"
+    text = tracker.read_text().strip() if tracker.is_file() else ""
+    return int(text) if text.isdigit() and (Path(checkpoint_dir) / f"global_step_{text}").is_dir() else 0
+
+
+def prepare_run(out_dir: str | Path, fp: str) -> int:
+    """Resume only a run of the same settings and inputs: returns the step verl will resume from.
+
+    Checkpoints and attempt logs of another fingerprint are removed (verl's ``resume_mode: auto``
+    would resume any of them, and the metrics of both runs would be merged).
+    """
+    out_dir = Path(out_dir)
+    checkpoints = out_dir / "checkpoints"
+    if same_run(checkpoints, fp):
+        return latest_checkpoint(checkpoints)
+    shutil.rmtree(out_dir / "verl_logs", ignore_errors=True)
+    start_run(checkpoints, fp)
+    return 0
+
+
 def saved_steps(checkpoint_dir: str | Path) -> list[int]:
     """Steps with a complete verl checkpoint (the merger needs ``fsdp_config.json``, written last by rank 0)."""
     root = Path(checkpoint_dir)
@@ -84,7 +130,11 @@ def saved_steps(checkpoint_dir: str | Path) -> list[int]:
 
 
 def summarize(rows: list[dict], checkpoint_dir: str | Path, total_steps: int) -> dict:
-    """results/train/summary.json, as the local backend writes it; best = best validation among saved steps."""
+    """results/train/summary.json, as the local backend writes it.
+
+    ``best_step`` is the best validation reward among the *saved* steps (verl keeps every
+    ``save_freq``-th step and the last; a better step in between has no checkpoint to export).
+    """
     saved = saved_steps(checkpoint_dir)
     val = {r["step"]: r["val_reward"] for r in rows if "val_reward" in r}
     train = [r["train_reward"] for r in rows if "train_reward" in r]
@@ -97,48 +147,58 @@ def summarize(rows: list[dict], checkpoint_dir: str | Path, total_steps: int) ->
         "total_steps": total_steps,
         "saved_steps": saved,
         "best_step": best,
+        "best_of": "saved steps",
         "best_val_reward": candidates.get(best),
         "val_reward_step_0": val.get(0),
         "train_reward_first": sum(train[:k]) / len(train[:k]) if train else None,
         "train_reward_last": sum(train[-k:]) / len(train[-k:]) if train else None,
         "mean_seconds_per_step": sum(seconds) / len(seconds) if seconds else None,
+        "groups_dropped": int(sum(r.get("groups_dropped", 0) for r in rows)),
         "checkpoints": str(Path(checkpoint_dir).resolve()),
     }
 
 
 def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *, model_path: str | Path,
-             out_dir: str | Path, judge: dict | None = None, key_env: dict | None = None,
+             out_dir: str | Path, fingerprint: str, judge: dict | None = None, key_env: dict | None = None,
              n_runners: int | None = None) -> tuple[list[dict], dict]:
     """Train ``agent`` (an ``@agl.rollout`` agent) with verl GRPO from the policy in ``model_path``.
 
-    Checkpoints go to ``out_dir/checkpoints/global_step_N/actor`` (a rerun resumes from the newest),
-    verl's raw logs to ``out_dir/verl_logs/attempt_K.jsonl``. Returns our metrics rows (the lines of
+    Checkpoints go to ``out_dir/checkpoints/global_step_N/actor`` (a rerun with the same
+    ``fingerprint`` resumes from the newest; a finished run is not trained again), verl's raw logs to
+    ``out_dir/verl_logs/attempt_K.jsonl``. Returns our metrics rows (the lines of
     results/train/metrics.jsonl) and the run summary (results/train/summary.json).
     """
     require(check_training(train, judge, key_env=key_env))
     out_dir = Path(out_dir).resolve()
     checkpoints = out_dir / "checkpoints"
     log_dir = out_dir / "verl_logs"
-    attempt = attempt_log(log_dir)
-    env = training_env(attempt)
-    os.environ.update(env)  # before anything imports litellm
-    hand_env_to_ray(env)
     overrides = build_verl_config(train, len(train_rows), Path(model_path).resolve(), checkpoints)
     check_verl_config(overrides)  # a typo or impossible batch stops here, before Ray and vLLM start
+    resume_from = prepare_run(out_dir, fingerprint)
+    if resume_from >= train["total_steps"]:
+        log.info("%s holds the finished run of these settings and inputs (step %d): nothing to train",
+                 checkpoints, resume_from)
+    else:
+        attempt = attempt_log(log_dir)
+        env = training_env(attempt)
+        os.environ.update(env)  # before anything imports litellm
+        hand_env_to_ray(env)
+        if uses_local_ray(train):
+            start_local_ray()
+        agl = _agentlightning()  # after the environment above: litellm reads it at import
+        from .verl_daemon import RewardedGroupsDaemon
 
-    agl = _agentlightning()  # after the environment above: litellm reads it at import
-
-    n_runners = n_runners or default_runners(train)
-    log.info("verl GRPO: %d train / %d val rows, %d steps, %d runners; this attempt logs to %s",
-             len(train_rows), len(val_rows), train["total_steps"], n_runners, attempt)
-    trainer = agl.Trainer(
-        algorithm=agl.VERL(overrides),
-        n_runners=n_runners,
-        # Only calls through the LLM proxy (the policy's) become samples, never the judge's.
-        tracer=agl.OtelTracer(),
-        adapter=agl.LlmProxyTraceToTriplet(),
-    )
-    trainer.fit(agent, train_rows, val_dataset=val_rows)
+        n_runners = n_runners or default_runners(train)
+        log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; this attempt logs to %s",
+                 len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, attempt)
+        trainer = agl.Trainer(
+            algorithm=agl.VERL(overrides, daemon_cls=RewardedGroupsDaemon),
+            n_runners=n_runners,
+            # Only calls through the LLM proxy (the policy's) become samples, never the judge's.
+            tracer=agl.OtelTracer(),
+            adapter=agl.LlmProxyTraceToTriplet(),
+        )
+        trainer.fit(agent, train_rows, val_dataset=val_rows)
 
     rows = convert_logs(sorted(log_dir.glob("attempt_*.jsonl")))
     return rows, summarize(rows, checkpoints, train["total_steps"])
@@ -151,19 +211,25 @@ def _agentlightning():
 
 
 def train_stage(train: dict, judge_settings: dict, llm_settings: dict, prompts, train_rows: list[dict],
-                val_rows: list[dict], model_path: str, metrics_path: str, summary_path: str, n_runners: int | None = None) -> dict:
+                val_rows: list[dict], model_path: str, metrics_path: str, summary_path: str, fingerprint: str,
+                n_runners: int | None = None) -> dict:
     """What scripts/train_grpo.py calls for ``train.backend: verl``: build the agent, train, write outputs."""
     key_env = (llm_settings or {}).get("key_env")
     # GPUs, versions and the judge's key first: importing Agent Lightning alone takes seconds.
     require(check_training(train, judge_settings, key_env=key_env))
-    from ..agent_lightning import make_agent
+    from transformers import AutoTokenizer
+
+    from ..agent_lightning import ContextLimit, make_agent
     from ..judging import make_judge
 
     # The runner processes share the judge's rate limit through the LLM cache folder (llm.client).
     judge = make_judge(judge_settings, llm_settings)
-    agent = make_agent(prompts, judge, max_tokens=train["rollout"]["max_tokens"], val_temperature=train["val_temperature"])
+    limit = ContextLimit(AutoTokenizer.from_pretrained(model_path), max_model_len(train))
+    rollout = train["rollout"]
+    agent = make_agent(prompts, judge, max_tokens=rollout["max_tokens"], val_temperature=train["val_temperature"],
+                       top_p=rollout["top_p"], top_k=rollout["top_k"], limit=limit)
     rows, summary = run_verl(train, agent, train_rows, val_rows, model_path=model_path,
-                             out_dir=Path(metrics_path).parent, judge=judge_settings,
+                             out_dir=Path(metrics_path).parent, fingerprint=fingerprint, judge=judge_settings,
                              key_env=key_env, n_runners=n_runners)
     write_jsonl(metrics_path, rows)
     write_json(summary_path, summary)

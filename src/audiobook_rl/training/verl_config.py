@@ -44,7 +44,8 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
         },
         "data": {
             "train_batch_size": batch,  # tasks per step; each gives rollout.n episodes x 2 calls
-            # Calls whose prompt is longer are dropped from training (the rewrite prompt holds the draft).
+            # With max_response_length, the context verl gives vLLM (max_model_len); the agent skips
+            # a call that would not fit (the rewrite prompt holds the draft), see max_model_len().
             "max_prompt_length": v["max_prompt_tokens"],
             "max_response_length": rollout["max_tokens"],
             "seed": train["seed"],
@@ -77,6 +78,9 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
                 "mode": "async",
                 "n": rollout["n"],
                 "temperature": rollout["temperature"],
+                # The agent sends the same filters with each request; verl's own calls use these.
+                "top_p": rollout["top_p"],
+                "top_k": rollout["top_k"] if rollout["top_k"] > 0 else -1,  # vLLM: -1 = no top-k
                 "tensor_model_parallel_size": 1,  # 1.5B fits one GPU: one vLLM replica per GPU
                 "gpu_memory_utilization": v["gpu_memory_utilization"],
                 "log_prob_micro_batch_size_per_gpu": v["log_prob_micro_batch_size_per_gpu"],
@@ -98,9 +102,17 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
             "critic_warmup": 0,
             "default_local_dir": str(Path(checkpoint_dir).resolve()),
             "max_actor_ckpt_to_keep": None,  # keep every saved step: eval steps are exported later
-            "resume_mode": "auto",  # a rerun continues from latest_checkpointed_iteration.txt
+            # a rerun continues from latest_checkpointed_iteration.txt; verl_backend.prepare_run
+            # first removes checkpoints of other settings or inputs
+            "resume_mode": "auto",
         },
     }
+
+
+def max_model_len(train: dict) -> int:
+    """The context of verl's vLLM servers: verl 0.6.1 sets max_model_len = data.max_prompt_length +
+    data.max_response_length, and vLLM answers HTTP 400 to a request whose prompt + max_tokens exceeds it."""
+    return train["verl"]["max_prompt_tokens"] + train["rollout"]["max_tokens"]
 
 
 def ppo_mini_batch_size(train: dict) -> int:

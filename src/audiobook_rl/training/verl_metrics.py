@@ -32,6 +32,10 @@ _EXTRA = {
     "n_rollouts_w_reward": "training/n_rollouts_w_reward",
     "val_n_rollouts": "val/n_rollouts",
     "val_n_rollouts_w_reward": "val/n_rollouts_w_reward",
+    # rollouts without a reward and the groups that left the update for them (training.verl_daemon)
+    "rollouts_without_reward": "training/n_rollouts_without_reward",
+    "groups_dropped": "training/n_groups_dropped",
+    "val_rollouts_without_reward": "val/n_rollouts_without_reward",
     "epoch": "training/epoch",
 }
 

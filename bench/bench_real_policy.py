@@ -1,0 +1,275 @@
+"""One GPU, a real pretrained policy: the local GRPO backend against TRL's GRPOTrainer.
+
+    python bench/bench_real_policy.py --model models/qwen2.5-coder-0.5b-instruct \\
+        [--novel ../shared/data/shuihuzhuan.txt] [--steps 20] [--seeds 1 2 3] [--trl-steps 4] [--out bench.json]
+
+Data: ``--n-train`` (16) training and ``--n-val`` (24) held-out excerpts of the novel, cut by the
+project's slicer and labelled by the rule labeler; disjoint by construction. Settings: those of
+config/one_gpu.yaml over config/config.yaml (what a user of that overlay trains with); only the
+step count and the seed change.
+
+Prints, per seed of the local backend: seconds per step, rollout tokens/s (generated tokens over
+rollout time), training tokens/s (prompt + response tokens of the update over its time), peak GPU
+memory, and the held-out score of the base policy and of the final policy (greedy, rubric judge)
+with a paired bootstrap 95 % interval of the difference. Then TRL's GRPOTrainer on the same model,
+data, reward (the rubric judge on the final script of the create → rewrite agent, both calls
+trained, through TRL's ``rollout_func`` with TRL's own ``generate``), batch (8 tasks x 4 episodes x
+2 calls, 2 optimizer steps per batch), loss settings (beta 0, epsilon 0.2 / 0.3, dual clip 3) and
+GPU, without vLLM; and the ratio of step times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from audiobook_rl.agent import AgentPrompts, Task, run_episodes
+from audiobook_rl.config import load_config
+from audiobook_rl.corpus import read_text, slice_text
+from audiobook_rl.dataset import split_rows
+from audiobook_rl.errors import UserError
+from audiobook_rl.generation import HFChat
+from audiobook_rl.judging import make_judge
+from audiobook_rl.labeling import build_lexicon, make_labeler
+from audiobook_rl.policy.model import load_policy
+from audiobook_rl.training import checkpoints as ckpt
+from audiobook_rl.training.local_grpo import train_local
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_NOVEL = REPO.parent / "shared" / "data" / "shuihuzhuan.txt"
+
+
+def build_rows(novel: Path, n_train: int, n_val: int, seed: int) -> dict[str, list[dict]]:
+    """Rule-labelled excerpts of ``novel`` as split_dataset's train and val rows."""
+    text, _ = read_text(novel)
+    slices = slice_text(text, n=n_train + n_val, min_chars=100, max_chars=200, seed=seed, source=novel.name)
+    labeler = make_labeler({"backend": "rules"}, build_lexicon(text))
+    labels = [
+        {"id": s.id, "text": s.text, "script": [seg.to_dict() for seg in script], "aliases": labeler.lexicon.aliases}
+        for s, script in zip(slices, labeler.label(slices))
+    ]
+    split = {"n_train": n_train, "n_val": n_val, "seed": seed, "data_source": "audiobook"}
+    return split_rows(labels, split, AgentPrompts.load(*prompt_paths()).create)
+
+
+def prompt_paths() -> tuple[str, str]:
+    return str(REPO / "config/prompts/create.md"), str(REPO / "config/prompts/rewrite.md")
+
+
+def settings_of_overlay() -> dict:
+    config = load_config(REPO / "config/config.yaml", REPO / "config/config.schema.yaml", [REPO / "config/one_gpu.yaml"])
+    return config
+
+
+def heldout_scores(model_dir: Path, rows: list[dict], settings: dict, judge, device: str) -> list[float]:
+    """The rubric score of the greedy final script on each held-out row."""
+    model, tokenizer = load_policy(model_dir, device)
+    client = HFChat(model, tokenizer, batch_size=64)
+    tasks = [Task.from_row(r) for r in rows]
+    episodes = run_episodes(tasks, client, AgentPrompts.load(*prompt_paths()), judge, temperature=0.0,
+                            max_tokens=settings["rollout"]["max_tokens"])
+    del model, client
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return [e.reward if e.reward is not None else 0.0 for e in episodes]
+
+
+def paired_interval(before: list[float], after: list[float], samples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of the per-slice difference and its 95 % paired bootstrap interval."""
+    diffs = [a - b for a, b in zip(after, before)]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(samples))
+    return statistics.fmean(diffs), means[int(0.025 * samples)], means[int(0.975 * samples) - 1]
+
+
+def peak_gb(device: str) -> float:
+    return torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else 0.0
+
+
+def run_ours(model_dir: Path, rows: dict, train: dict, steps: int, seed: int, workdir: Path, device: str) -> dict:
+    """Local GRPO for ``steps`` steps; per-step figures from its metrics (the first step counts)."""
+    settings = copy.deepcopy(train)
+    settings.update(total_steps=steps, seed=seed, test_freq=steps, save_freq=steps)
+    judge = make_judge(settings["reward"])
+    root = workdir / f"ours_seed{seed}"
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    started = time.monotonic()
+    # Its own validation runs on 4 rows only (at step 0 and the last): the held-out score below is
+    # what the comparison rests on.
+    train_local(rows["train"], rows["val"][:4], AgentPrompts.load(*prompt_paths()), settings, judge,
+                str(model_dir), str(root), f"bench-{seed}", device)
+    wall = time.monotonic() - started
+    metrics = [m for m in ckpt.read_metrics(root) if m["step"] > 0]
+    return {
+        "seed": seed,
+        "wall_s": wall,
+        # a step = its rollouts (judged) + its update; wall_per_step_s adds validation and checkpoints
+        "step_s": statistics.fmean(m["rollout_seconds"] + m["update_seconds"] for m in metrics),
+        "wall_per_step_s": wall / steps,
+        "rollout_s": statistics.fmean(m["rollout_seconds"] for m in metrics),
+        "update_s": statistics.fmean(m["update_seconds"] for m in metrics),
+        "rollout_tok_s": sum(m["generated_tokens"] for m in metrics) / sum(m["rollout_seconds"] for m in metrics),
+        "train_tok_s": statistics.fmean(m["train_tokens_per_s"] for m in metrics),
+        "peak_gb": peak_gb(device),
+        "train_reward": [round(m["train_reward"], 4) for m in metrics],
+        "train_json_valid": [round(m["train_json_valid"], 3) for m in metrics],
+        "final_dir": str(root / f"step_{steps}"),
+    }
+
+
+def run_trl(model_dir: Path, rows: dict, train: dict, steps: int, seed: int, workdir: Path, device: str) -> dict:
+    """TRL's GRPOTrainer on the same task: both agent calls trained, TRL generating them."""
+    import datasets
+    from trl import GRPOConfig, GRPOTrainer
+
+    from audiobook_rl.policy.tokenizer import prompt_ids
+
+    prompts = AgentPrompts.load(*prompt_paths())
+    judge = make_judge(train["reward"])
+    tasks = {Task.from_row(r).text: Task.from_row(r) for r in rows["train"]}
+    rollout = train["rollout"]
+    n, batch = rollout["n"], train["train_batch_size"]
+    per_optimizer_step = batch * n * 2 // train["mini_batches"]  # rows per optimizer step
+    micro = train["micro_batch_size"]
+
+    def task_of(messages) -> Task:
+        return tasks[messages[-1]["content"]]
+
+    def agent_rollout(batch_prompts, trainer):
+        """TRL repeats each task's prompt 2n times: n create → rewrite episodes fill them, create rows first."""
+        tok = trainer.processing_class
+        groups = [batch_prompts[i : i + 2 * n] for i in range(0, len(batch_prompts), 2 * n)]
+        episode_tasks = [task_of(g[0]) for g in groups for _ in range(n)]
+        create_ids = [prompt_ids(tok, prompts.create_messages(t.text)) for t in episode_tasks]
+        drafts, _ = trainer._generate_single_turn(create_ids, None, {}, 1)
+        rewrite_ids = [
+            prompt_ids(tok, prompts.rewrite_messages(t.text, tok.decode(d, skip_special_tokens=True).strip()))
+            for t, d in zip(episode_tasks, drafts)
+        ]
+        finals, _ = trainer._generate_single_turn(rewrite_ids, None, {}, 1)
+        rewards = [
+            judge.score(t.text, t.reference, tok.decode(f, skip_special_tokens=True), aliases=t.aliases).overall or 0.0
+            for t, f in zip(episode_tasks, finals)
+        ]
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "episode_reward": []}
+        for g in range(len(groups)):
+            span = range(g * n, (g + 1) * n)
+            for ids, completions in ((create_ids, drafts), (rewrite_ids, finals)):
+                for k in span:
+                    out["prompt_ids"].append(ids[k])
+                    out["completion_ids"].append(completions[k])
+                    out["episode_reward"].append(rewards[k])
+        return out
+
+    def episode_reward(prompts, completions, episode_reward, **_):
+        return list(episode_reward)
+
+    dataset = datasets.Dataset.from_list([{"prompt": prompts.create_messages(t.text)} for t in tasks.values()])
+    args = GRPOConfig(
+        output_dir=str(workdir / "trl"), seed=seed, max_steps=steps * train["mini_batches"],
+        learning_rate=train["lr"], weight_decay=train["weight_decay"], lr_scheduler_type="constant",
+        warmup_steps=0, max_grad_norm=train["grad_clip"],
+        num_generations=2 * n, per_device_train_batch_size=micro,
+        gradient_accumulation_steps=per_optimizer_step // micro, steps_per_generation=batch * n * 2 // micro,
+        max_completion_length=rollout["max_tokens"], temperature=rollout["temperature"], top_p=rollout["top_p"],
+        top_k=rollout["top_k"], beta=0.0, epsilon=train["clip_ratio_low"], epsilon_high=train["clip_ratio_high"],
+        delta=train["clip_ratio_c"], scale_rewards="group", loss_type="bnpo", bf16=device == "cuda", use_cpu=device == "cpu",
+        gradient_checkpointing=False, use_vllm=False, logging_steps=1, save_strategy="no", report_to=[],
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=episode_reward, args=args, train_dataset=dataset,
+                          rollout_func=agent_rollout)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    marks: list[float] = []
+
+    from transformers import TrainerCallback
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            marks.append(time.monotonic())
+
+    trainer.add_callback(Clock())
+    started = time.monotonic()
+    trainer.train()
+    # One of our steps = one generation batch = mini_batches optimizer steps of TRL.
+    ends = [started] + marks[train["mini_batches"] - 1 :: train["mini_batches"]]
+    times = [b - a for a, b in zip(ends, ends[1:])]
+    rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+    return {
+        "seed": seed, "steps": len(times), "step_s": statistics.fmean(times), "step_s_all": [round(t, 2) for t in times],
+        "peak_gb": peak_gb(device), "train_reward": [round(r, 4) for r in rewards],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True, help="the assembled HF directory")
+    parser.add_argument("--novel", type=Path, default=DEFAULT_NOVEL)
+    parser.add_argument("--n-train", type=int, default=16)
+    parser.add_argument("--n-val", type=int, default=24)
+    parser.add_argument("--data-seed", type=int, default=11)
+    parser.add_argument("--steps", type=int, default=None, help="default: train.total_steps of the overlay")
+    parser.add_argument("--max-tokens", type=int, default=None, help="override rollout.max_tokens (dry runs only)")
+    parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
+    parser.add_argument("--trl-steps", type=int, default=4, help="0 = skip TRL")
+    parser.add_argument("--out", type=Path, default=None, help="write every figure as JSON here")
+    parser.add_argument("--device", default="cuda", help="cpu: a dry run of the bench itself on a small model")
+    args = parser.parse_args()
+
+    config = settings_of_overlay()
+    train = config["train"]
+    if args.max_tokens:
+        train["rollout"]["max_tokens"] = args.max_tokens
+    steps = args.steps or train["total_steps"]
+    rows = build_rows(args.novel, args.n_train, args.n_val, args.data_seed)
+    judge = make_judge(train["reward"])
+    print(f"model {args.model}; {len(rows['train'])} train / {len(rows['val'])} held-out excerpts of {args.novel.name}; "
+          f"{steps} steps; batch {train['train_batch_size']} x {train['rollout']['n']}; "
+          f"rollout T {train['rollout']['temperature']} top_p {train['rollout']['top_p']} max_tokens {train['rollout']['max_tokens']}; "
+          f"lr {train['lr']}; {torch.cuda.get_device_name() if args.device == 'cuda' else 'CPU'}", flush=True)
+    results: dict = {"settings": {"steps": steps, "train": train, "n_train": len(rows["train"]), "n_val": len(rows["val"])}}
+    base = heldout_scores(args.model, rows["val"], train, judge, args.device)
+    results["base_heldout"] = base
+    print(f"base policy: held-out {statistics.fmean(base):.3f} (greedy, n={len(base)})", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = []
+        for seed in args.seeds:
+            try:
+                r = run_ours(args.model, rows, train, steps, seed, Path(tmp), args.device)
+            except UserError as err:  # the collapse guard stopped the run
+                print(f"ours seed {seed}: stopped: {err}", flush=True)
+                ours.append({"seed": seed, "stopped": str(err)})
+                continue
+            r["final_heldout"] = heldout_scores(Path(r.pop("final_dir")), rows["val"], train, judge, args.device)
+            mean, lo, hi = paired_interval(base, r["final_heldout"], seed=seed)
+            r["gain"], r["gain_ci"] = mean, [lo, hi]
+            ours.append(r)
+            print(f"ours seed {seed}: {r['step_s']:.2f} s/step (rollout {r['rollout_s']:.2f} s, update {r['update_s']:.2f} s; "
+                  f"{r['wall_per_step_s']:.2f} s with validation and checkpoints); "
+                  f"rollout {r['rollout_tok_s']:.0f} tok/s; training {r['train_tok_s']:.0f} tok/s; peak {r['peak_gb']:.1f} GiB; "
+                  f"train reward {r['train_reward'][0]:.3f} -> {r['train_reward'][-1]:.3f}; held-out "
+                  f"{statistics.fmean(base):.3f} -> {statistics.fmean(r['final_heldout']):.3f}, "
+                  f"gain {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]", flush=True)
+        results["ours"] = ours
+        if args.trl_steps:
+            trl = run_trl(args.model, rows, train, args.trl_steps, args.seeds[0], Path(tmp), args.device)
+            results["trl"] = trl
+            ours_step = statistics.fmean(r["step_s"] for r in ours if "step_s" in r)
+            print(f"TRL seed {trl['seed']}: {trl['step_s']:.2f} s/step over {trl['steps']} steps {trl['step_s_all']}; "
+                  f"peak {trl['peak_gb']:.1f} GiB; ours / TRL step time = {ours_step / trl['step_s']:.2f}", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

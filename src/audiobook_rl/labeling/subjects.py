@@ -1,0 +1,460 @@
+"""Who a clause is about: the speaker word at the start of a clause, with clean boundaries.
+
+A clause of narration opens with its subject, if it has one: a name (``宋江``), a descriptor
+(``那挑酒的汉子`` → 挑酒的汉子, ``两个公人`` → 公人), a pronoun (``他``) or a group (``二人``,
+``宋江、吴用``). Lead words (``只见``, ``当下``) come first and are skipped. A clause that opens with
+a verb of address (``分付戴宗道``) has no subject of its own: the name after the verb is a listener.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+# Characters that end the subject of a tag clause: verbs of speech and gesture, adverbs, listener
+# markers, particles. A name never continues past one of them (a rare name that holds one is cut).
+STOP = set(
+    "对向问与和跟朝冲同给替把让被将道说曰叫喝骂嚷喊笑叹怒哭惊急喜冷低沉轻柔颤厉苦微暗寻想心"
+    "连忙齐也又都便却只才就站转拍看望指盯瞪听见点摇抬回答应走上下起坐伸拱抱躬挥拔提放接端举按"
+    "了着过的地在从已仍还正不一这那哪么呢吗吧啊呀哼嘿咳报奏传禀并亦乃遂再自声竟像拜是"
+)
+# Verbs that may follow a name directly without a stop character (黄达大怒骂道, 凌振谢道).
+_VERBS_AFTER_NAME = ("大怒", "大喜", "大惊", "大笑", "大叫", "大骂", "大哭", "大喝", "大呼", "谢道", "谢了")
+# Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
+_EARLY_STOP = set("道说曰问笑喝叫骂叹")
+# After these a word is a subject even when no name list knows it (王观察又捉了… → 王观察).
+_AFTER_SUBJECT = set("又便却也都就只才已正仍还再先亦乃遂听见看")
+# Perception right after a word makes it a subject even without a surname (皇叔方垕听了大怒).
+_PERCEIVING = set("听见看")
+# Words that open a clause without being its subject; stripped again and again (当下只见 …).
+LEAD_WORDS = (
+    "数内", "内中", "其中", "当时", "那时", "当日", "当晚", "当夜", "次日", "次早", "至晚", "少刻", "须臾",
+    "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
+    "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
+    "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
+    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下",
+    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
+)  # fmt: skip
+# Any run of lead words that leaves something after it.
+_LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
+# One character before a name that makes the name a listener (对林青道, 问沈墨白道).
+LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻")
+# Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
+ADDRESS_VERBS = (
+    "分付", "吩咐", "嘱咐", "嘱付", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
+    "劝", "谢", "拜", "告", "禀", "骂", "喝骂", "喝", "问", "谓", "对", "向", "与", "和", "跟", "朝", "同",
+    "把", "教", "令", "着", "差", "使", "命", "扶起", "拖过", "揪住", "推开", "邀请", "留住", "送与", "见了", "看了",
+    "听了",
+)  # fmt: skip
+_SURNAME_LIKE = set("谢向和同令朝教使差命")
+PRONOUNS = ("他们", "她们", "我们", "你们", "咱们", "他", "她", "我", "你", "它")
+# A group speaking together; resolved to the names of the last group in the paragraph, if any.
+COLLECTIVES = (
+    "他两个", "他二人", "他三个", "他三人", "弟兄两个", "夫妻两个", "二人", "两人", "两个", "三人", "三个", "二位", "三位",
+)  # fmt: skip
+# Demonstratives and quantities that open a descriptor (那汉子, 两个公人, 那七个客人, 那伙人).
+_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班|彪|簇|枝|支)?|个|位|伙|些)?")
+_NUMERAL = "一二三四五六七八九十两几数百千"
+_OPENER_FIRST = set("有那这个位伙些" + _NUMERAL)
+# Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
+PERSON_HEADS = (
+    "汉子", "大汉", "壮士", "妇人", "女子", "婆子", "婆娘", "婆婆", "老儿", "老子", "老汉", "老人", "后生", "和尚",
+    "道人", "先生", "客人", "客官", "客商", "庄客", "庄家", "公人", "军汉", "军士", "军校", "小校", "喽啰", "酒保",
+    "店家", "酒家", "小二", "主人", "梢公", "艄公", "渔人", "樵夫", "官人", "员外", "太公", "丫嬛", "虞候", "差拨",
+    "牢子", "节级", "都头", "头领", "好汉", "将军", "伴当", "门子", "道士", "长老", "行者", "近侍", "内侍", "童子",
+    "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
+    "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
+    "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
+    "主人家", "都管", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
+)  # fmt: skip
+# Words that start tag clauses often enough to look like names, but never are.
+NOT_NAMES = {
+    "起身", "出来", "原来", "后面", "前面", "外面", "里面", "口里", "心里", "便是", "正是", "如今", "回头", "说罢",
+    "听罢", "见了", "看了", "点头", "寻思", "回来", "回话", "转念", "回身", "用手", "认得", "看时", "拜罢", "拜舞",
+    "天明", "天晚", "这里", "那里", "船上", "背后", "次后", "约莫", "少顷", "自古", "连忙", "为头", "一头", "一日",
+    "两字", "数中", "人应", "人指", "不多时", "没多时", "无移时", "临出门", "见没人", "搭上箭", "看看天色",
+}  # fmt: skip
+_TIME_PHRASE = re.compile(r"(?:时|间|罢|时分|日)$|^(?:酒至|正在|第)")
+_LOCATIVE = set("里上中前后边外内下面处")
+_BODY_OR_PLACE = set("身背面旁手眼心脸口家")
+# Two-character places before a subject (外面有人叫道); longer ones are recognised by their last
+# character, shorter ones could be a verb and its direction (脱下王班直身上锦袄).
+_PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前", "门里", "帐前", "帐下", "阶下", "堂上", "厅上", "楼上", "楼下",
+           "城上", "城中", "两边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上"}  # fmt: skip
+_PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
+# What is left of a clause after its subject when the subject stands right before the verb.
+_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$")
+# What follows a name in a speech tag: an adverb, or a listener, then the verb (邬梨对全灵说道).
+_AFTER_NAME = re.compile(
+    r"^(?:[又便却也都就只才已正仍还再亦乃遂][\u4e00-\u9fff]{0,2}?|[对向与问和][\u4e00-\u9fff]{1,5}?)"
+    r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
+)
+_PASSIVE = set("被吃")
+_UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
+_KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
+# Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
+_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上")
+_HEAD_CHARS = set("".join(PERSON_HEADS))
+_LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
+# A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
+# so that manner words before the verb are not (哽咽道, 合十道, 得意道).
+_SURNAMES = set(
+    "赵钱孙李周吴郑王冯陈褚卫蒋沈韩杨朱秦尤许何吕施张孔曹严华金魏陶姜戚谢邹喻柏窦章苏潘葛奚范彭"
+    "郎鲁韦昌马苗凤花方俞任袁柳酆鲍史唐费廉岑薛雷贺倪汤滕殷罗毕郝邬卞齐伍顾孟黄穆萧尹姚邵湛汪祁毛"
+    "狄米贝臧戴宋茅庞熊纪舒屈项祝董梁杜阮蓝闵席季麻贾娄颜郭梅林刁钟徐邱骆高夏蔡田樊胡凌霍虞万柯"
+    "管卢莫裘缪解宣邓郁单杭洪包左石崔吉钮龚程嵇邢裴陆荣翁荀甄芮储靳段富焦巴侯全班仲伊宁仇栾"
+    "甘厉武符刘詹龙叶黎蓟宿白蒲邰鄂索赖卓蔺屠蒙乔胥翟谭姬申冉郦雍濮牛寿扈燕冀浦柴瞿阎慕茹艾"
+    "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏"
+)
+COMPOUND_SURNAMES = (
+    "欧阳", "公孙", "呼延", "慕容", "司马", "上官", "诸葛", "皇甫", "尉迟", "东方", "令狐", "宇文", "长孙", "独孤",
+    "夏侯", "耶律", "兀颜", "完颜", "西门", "南宫",
+)  # fmt: skip
+# Last characters of titles that stand before a name (军师, 太尉, 都头, 皇叔, 将军).
+_TITLE_ENDS = set("师尉帅侯王公相爷叔伯兄哥头领官将军使监辖察")
+
+
+class Names(Protocol):
+    def name_at(self, text: str, pos: int = 0) -> str | None: ...
+
+
+def strip_lead(clause: str) -> str:
+    """The clause without the lead words that open it (当下只见宋江 → 宋江)."""
+    clause = clause.strip(" \t　”’")
+    end = _LEADS.match(clause).end()
+    if end and clause[end - 1 : end + 1] in _LONG_HEADS:
+        end -= 1  # 都管道, 都头道: a person, not the adverb 都
+    return clause[end:]
+
+
+def candidate(clause: str) -> str | None:
+    """The words that start a clause up to the first character that cannot be part of a name.
+
+    Used to collect names from speech tags. Openers are dropped (那张三 → 张三, 两个公人 → 公人);
+    a clause that opens with a verb of address or a pronoun gives nothing.
+    """
+    clause = strip_lead(clause)
+    if clause.startswith(PRONOUNS + COLLECTIVES) or _addressed(clause):
+        return None
+    opener = _opener(clause)
+    rest = clause[len(opener) :]
+    head = _head_prefix(rest) if opener else None
+    if head:
+        return head if len(head) >= 2 and "的" not in head else None  # 那妇人 → 妇人, not 那人便 → 人便
+    word = _span(rest, 5)
+    if rest[len(word) : len(word) + 1] == "的":
+        return None  # 那挑酒的汉子: a descriptor, read when labeling
+    return word if _plausible(word) else None
+
+
+def _addressed(clause: str) -> bool:
+    """The clause opens with a verb of address, so a name in it is spoken to. Some of these are
+    also surnames: a name right before the speech verb that starts with one speaks (谢宁道)."""
+    if not clause.startswith(ADDRESS_VERBS):
+        return False
+    verb = next(v for v in ADDRESS_VERBS if clause.startswith(v))
+    if verb not in _SURNAME_LIKE:
+        return True
+    word = _span(clause)
+    return len(word) < 2 or not _VERB_ONLY.match(clause[len(word) :])
+
+
+def _opener(clause: str, pos: int = 0) -> str:
+    """The demonstrative or number that opens a descriptor at ``pos``. A number without a measure
+    word counts only before a person noun (三五百人, but 三阮 is a name)."""
+    opener = _OPENER.match(clause, pos).group(0)
+    if opener and opener[-1] in _NUMERAL + "余来多" and not _head_prefix(clause[pos + len(opener) :]):
+        opener = opener[:1] if opener[0] in "有那这" else ""
+    return opener
+
+
+def _span(text: str, limit: int = 4, title: bool = False) -> str:
+    """The start of ``text`` up to a stop character (``title``: 将 may end a title, 先锋将韩滔)."""
+    i = 0
+    while i < len(text) and i < limit and _CJK.match(text[i]):
+        stop = (text[i] in (_EARLY_STOP if i < 2 else STOP) and not _inner_verb(text, i)) or _strong_verb(text, i)
+        if stop and not (title and text[i] == "将"):
+            break
+        i += 1
+    return text[:i]
+
+
+def _strong_verb(text: str, i: int) -> bool:
+    """A verb such as 大怒 or 谢道 starts at ``i``, after a name (黄达大怒骂道, 凌振谢道)."""
+    return i >= 2 and text.startswith(_VERBS_AFTER_NAME, i)
+
+
+def _inner_verb(text: str, i: int) -> bool:
+    """道 or 说 second in a name, with the name going on after it (乔道清道 is 乔道清)."""
+    return i == 1 and text[i] in "道说" and i + 2 < len(text) and _CJK.match(text[i + 1]) is not None and text[i + 1] not in STOP
+
+
+def _plausible(word: str) -> bool:
+    return (
+        len(word) >= 2
+        and (word[0] not in _NUMERAL or word[1] in _SURNAMES)  # (三阮: the three Ruan brothers)
+        and not (len(word) > 2 and word[0] == word[1])  # 看看天色, 慢慢地: adverbs (but 娘娘, 哥哥)
+        and not (len(word) > 2 and word[-1] in "里中上下边处")  # 班部丛中: a place (but 小衙内)
+        and word not in NOT_NAMES
+        and not _TIME_PHRASE.search(word)
+    )
+
+
+def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool = False) -> str | None:
+    """The speaker word a clause opens with, or a pronoun or group word, or None.
+
+    ``verb_clause``: the clause ends in the speech verb, so an unknown word right before a short
+    verb phrase is a name (殿头官喝道). ``first``: the clause opens its sentence, so an unknown word
+    followed by an adverb is a name (王观察又捉了… → 王观察).
+    """
+    clause = strip_lead(clause)
+    if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
+        clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
+    if clause[:1] == "众" and clause[1:2] in "皆都齐各尽一":
+        return "众人"  # 众皆起身道
+    seeing = next((w for w in ("又见", "早见", "见") if verb_clause and clause.startswith(w)), "")
+    clause = clause[len(seeing) :]  # 又见殿帅孙安上殿启奏
+    place = next((i + 1 for i in range(1, 4) if clause[i : i + 1] in _LOCATIVE and clause[i + 1 :].startswith(_APPEARING)
+                  and not any(ch in STOP for ch in clause[:i])), 0)
+    clause = clause[place:]  # 帐前走过燕青禀道, 班部中转出兀颜统军
+    if clause.startswith(_APPEARING):
+        appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
+        if appearing:
+            return appearing
+    if not clause or not _CJK.match(clause[0]):
+        return None
+    for word in COLLECTIVES if clause.startswith(COLLECTIVES) else ():
+        if clause.startswith(word) and not (names.name_at(clause, len(word)) or _head_prefix(clause[len(word) :])):
+            return word  # 二人道 (but 两个公人道 is a descriptor)
+    pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None) if clause.startswith(PRONOUNS) else None
+    if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
+        return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
+    name = _names_at(clause, names)
+    if name:
+        return name
+    group = _UNKNOWN_GROUP.match(clause) if verb_clause else None
+    if group and all(name_shaped(w) for w in group.groups()) and _VERB_ONLY.match(clause[group.end() :]):
+        return "、".join(group.groups())  # 王禀、赵谭骂道
+    if (clause[0] in LISTENER_MARKERS and names.name_at(clause, 1)) or _addressed(clause):
+        # 与燕青道, 分付戴宗道: the subject was left out, the name is the listener; but a verb
+        # may open a relative clause before the subject (送饭的那个人来请道).
+        return _descriptor(clause, names, verb_clause=False, relative_only=True)
+    # An unknown name after 那 (那耶律得重奏道): the name without it.
+    bare = clause[1:] if clause[:1] == "那" and len(clause) > 2 and name_shaped(clause[1:]) else clause
+    word = _unknown_span(bare)
+    if verb_clause:
+        # A name may hold a stop character (乔道清又奏道); what follows it shows where it ends.
+        word = next((bare[:k] for k in (4, 3, 2) if _AFTER_NAME.match(bare[k:]) and name_shaped(bare[:k])), word)
+    rest = bare[len(word) :]
+    confirmed = (verb_clause and (_VERB_ONLY.match(rest) or _AFTER_NAME.match(rest))) or (first and rest[:1] in _AFTER_SUBJECT)
+    described = _descriptor(clause, names, verb_clause=verb_clause)
+    if described:
+        return described
+    titled = _titled_name(clause, names)
+    if not titled and first:
+        # A place or title before a name in subject position (大辽郎主听了大怒 → 郎主).
+        loose = _titled_name(clause, names, strict=False)
+        after = clause[clause.find(loose) + len(loose) :] if loose else ""
+        titled = loose if after[:1] in _AFTER_SUBJECT else None
+    if titled:
+        return titled
+    perceiving = first and rest[:1] in _PERCEIVING
+    if confirmed and _plausible(word) and (name_shaped(word) or perceiving) and not _holds_name(word, names):
+        return word  # a name the novel rarely tags: 贺统军道 → 贺统军, 皇叔方垕听了大怒 → 皇叔方垕
+    return None
+
+
+def _surnamed(word: str) -> bool:
+    return len(word) >= 2 and (word[0] in _SURNAMES or word.startswith(COMPOUND_SURNAMES)) and not any(ch in STOP for ch in word)
+
+
+def name_shaped(word: str) -> bool:
+    return word[-1] not in _LOCATIVE and (word[0] in _SURNAMES or word.startswith(COMPOUND_SURNAMES))
+
+
+def _unknown_span(clause: str) -> str:
+    """Like :func:`_span`, but every stop character ends it: a word no name list knows must not
+    swallow a verb (跳起身来喝道, 冷地里思量道). Adverbs give nothing: a stop character first
+    (低声道), or a doubled character (恭恭敬敬地道, 慢悠悠地道)."""
+    if not clause or clause[0] in STOP or not _CJK.match(clause[0]):
+        return ""
+    i = 1
+    while i < len(clause) and i < 4 and _CJK.match(clause[i]) and clause[i] not in STOP and not _strong_verb(clause, i):
+        i += 1
+    word = clause[:i]
+    return "" if any(a == b for a, b in zip(word, word[1:])) else word
+
+
+def names_at_start(text: str, names: Names) -> str | None:
+    """The known name ``text`` opens with, after a nickname or title if any (黑旋风李逵 → 李逵)."""
+    return _names_at(text, names)
+
+
+def _names_at(clause: str, names: Names) -> str | None:
+    """A known name at the start. A nickname or title before a name gives the name (黑旋风李逵 →
+    李逵), a role after it stays (林冲娘子); names joined by 、 give the group (宋江、吴用)."""
+    name = names.name_at(clause, 0)
+    if not name:
+        return None
+    end = len(name)
+    following = names.name_at(clause, end)
+    if following and following.endswith(PERSON_HEADS):
+        name, end = name + following, end + len(following)
+    elif following:
+        name, end = following, end + len(following)
+    group = [name]
+    while clause[end : end + 1] == "、" and names.name_at(clause, end + 1):
+        more = names.name_at(clause, end + 1)
+        group.append(more)
+        end += 1 + len(more)
+    return "、".join(group)
+
+
+def _head_prefix(text: str, limit: int = 8) -> str | None:
+    """The longest start of ``text`` that ends in a person noun (的 allowed inside: 挑酒的汉子)."""
+    end = 0
+    if text[:1] == "的":
+        return None
+    for i, ch in enumerate(text[:limit]):
+        if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2):
+            break  # (a noun may grow by two characters: 汉 → 汉子, not 军士 → 军士们递相厮)
+        if text[: i + 1].endswith(PERSON_HEADS) and text[i + 1 : i + 2] != "马":
+            end = i + 1  # (人马, 军马: a troop, not a person)
+    return text[:end] or None
+
+
+def _shortened(descriptor: str, names: Names) -> str:
+    """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保); one whose noun is a
+    known word keeps only that (十五六岁的店小二 → 店小二)."""
+    for i in range(len(descriptor) - 2, 0, -1):
+        if descriptor[i] in _LOCATIVE and descriptor[i + 1 :].endswith(PERSON_HEADS) and len(descriptor) - i > 2:
+            descriptor = descriptor[i + 1 :]
+            break
+    noun = descriptor.rsplit("的", 1)[-1]
+    return noun if noun != descriptor and names.name_at(noun, 0) == noun else descriptor
+
+
+def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: bool = False) -> str | None:
+    """A descriptor subject, without its demonstrative or quantity (那挑酒的汉子 → 挑酒的汉子).
+
+    It may follow a place phrase (后面一个近侍, 对面松林里那伙客人) or the group it is picked from
+    (那军汉中一个军校 → 军校). Without an opener, one that ends in a one-character noun is trusted
+    only right before the speech verb (殿头官喝道, 中书省院官出班启奏), so that verbs such as 杀人
+    are not taken.
+    """
+    for start in _descriptor_starts(clause, relative_only):
+        opener = _opener(clause, start)
+        rest = clause[start + len(opener) :]
+        titled = opener and _titled_name(rest, names, strict=False)
+        if titled:
+            return titled  # 有统军长子兀颜延寿 → 兀颜延寿, 那梢公船火儿张横 → 张横
+        known = names.name_at(rest, 0)
+        if (opener or start) and known and rest[len(known) : len(known) + 1] not in _LOCATIVE:
+            return _names_at(rest, names)  # 那张三 → 张三, 那张三、李四 → 张三、李四 (but 那船头上…: a place)
+        relative = rest.find("的", 1, 9) if opener else -1
+        noun = rest[relative + 1 :] if relative > 0 else ""
+        if _head_prefix(noun):
+            head = _head_prefix(noun)  # 那船头上横叉的大汉 → 大汉, 这店的掌柜老邓 → 老邓
+            return names.name_at(noun, len(head)) or _shortened(head, names)
+        head = _head_prefix(rest)
+        if head and not (opener or start) and "众" in head[1:]:
+            head = None  # 止住众人道: the crowd is spoken to
+        if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
+            head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
+        tail = rest[len(head) :] if head and _plain_descriptor(head) else ""
+        if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail):
+            return tail  # 贼将滕戣，…: a clause that is only a title and a name
+        if head and names.name_at(rest, len(head)):
+            return names.name_at(rest, len(head))  # 这店的掌柜老邓 → 老邓
+        titled = verb_clause and head and _named_before_verb(rest[len(head) :])
+        if titled:
+            return titled  # 左丞相娄敏中出班启奏 → 娄敏中
+        before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
+        if head and (opener or before_verb or _plain_descriptor(head)):
+            if len(head) >= 2:
+                return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
+            if opener:
+                return opener + head  # 那人, 那汉: one character alone names nobody
+        if opener and opener[-1] in _NUMERAL and rest[:1] == "将":
+            return opener + "将"  # 身边一将指道
+        nominal = rest.find("的", 1, 5)
+        if opener and not head and nominal > 0:
+            after = rest[nominal + 1 :]
+            if nominal >= 2 and after[:1] in _EARLY_STOP:
+                return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
+            if 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
+                return after  # 那个唱的玉兰 → 玉兰
+    if verb_clause and clause[:1] in _KIN and _VERB_ONLY.match(clause[1:]):
+        return clause[0]  # 娘道
+    return None
+
+
+def _named_before_verb(text: str) -> str | None:
+    """A word shaped like a name right before the speech verb (娄敏中出班启奏 → 娄敏中)."""
+    return next((text[:k] for k in (3, 2) if _surnamed(text[:k]) and _VERB_ONLY.match(text[k:])), None)
+
+
+def _plain_descriptor(head: str) -> bool:
+    """Without an opener or a speech verb right after it, a descriptor is trusted only when it is a
+    person noun alone (近侍), after a place (巷口酒店里酒保) or after a surname (王观察) — not a verb
+    and its object (会集诸多番将)."""
+    noun = max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
+    before = head[: -len(noun)]
+    return len(noun) > 1 and (
+        not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in _SURNAMES or before in COMPOUND_SURNAMES
+    )
+
+
+def _descriptor_starts(clause: str, relative_only: bool):
+    if not relative_only:
+        # The one picked from a group first (那军汉中一个军校 → 军校), then the clause's start.
+        picked = _PICKED.match(clause)
+        if picked:
+            yield picked.end()
+        yield 0
+    # After a place phrase (后面一个近侍指道, 阵面上军士们), a relative clause (送饭的那个人), or a
+    # verb of appearing (走出七八个军汉, 坐着一个人, 拥上三五百人).
+    for i in range(1, min(len(clause), 10)):
+        if clause[i] not in _OPENER_FIRST and clause[i - 1] not in _LOCATIVE:
+            continue
+        before = clause[:i]
+        opener = _opener(clause, i)
+        if before[-1] == "的" and opener:
+            yield i
+        elif relative_only:
+            continue
+        elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and (
+            before in _PLACES or 3 <= i <= 5 or (i == 2 and clause[i] == "有")  # 山下有人来报
+        ):
+            yield i
+        elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP for ch in before))):
+            yield i
+
+
+def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
+    """A title before a known name (军师吴用 → 吴用, 太尉洪信 → 洪信), but not a verb before it
+    (塞到裴寒山手里). After a demonstrative any words without a verb may stand before the name
+    (那梢公船火儿张横)."""
+    word = _span(clause, 8, title=True)
+    for i in range(2, min(len(word) - 1, 6)):
+        name = names.name_at(word, i)
+        if name and (word[i - 1] in _TITLE_ENDS or not strict) and not any(ch in STOP - {"将"} for ch in word[:i]):
+            return name
+    return None
+
+
+def _holds_name(word: str, names: Names) -> bool:
+    return any(names.name_at(word, i) for i in range(1, len(word) - 1))
+
+
+def name_before_verb(clause: str, names: Names) -> str | None:
+    """A known name right before the speech verb, after a place phrase (只听得门外林青道 → 林青)."""
+    clause = strip_lead(clause)
+    for i in range(1, len(clause) - 1):
+        name = names.name_at(clause, i)
+        if name and _VERB_ONLY.match(clause[i + len(name) :]) and clause[i - 1] in _LOCATIVE:
+            return name
+    return None

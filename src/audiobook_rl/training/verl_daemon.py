@@ -1,0 +1,56 @@
+"""Agent Lightning's daemon with one change: a rollout without a reward is never scored 0.
+
+Agent Lightning 0.3.0 (``agentlightning/verl/daemon.py``) gives a rollout that reported no reward
+(a judge that kept failing, a call skipped as too long for the context, a crashed rollout) the
+fill-in reward 0.0 and trains on it: a judge outage would hand good rollouts negative advantages
+and move the validation curve. Here such a rollout's whole group (every rollout of its task, since
+GRPO compares them with each other) leaves the update, and the training and validation rewards are
+means over the rollouts that have one. Counted per step:
+
+- ``training/n_rollouts_without_reward``, ``training/n_groups_dropped`` (in results/train/metrics.jsonl
+  as ``rollouts_without_reward`` and ``groups_dropped``);
+- ``val/n_rollouts_without_reward``.
+
+Handed to ``agl.VERL(config, daemon_cls=RewardedGroupsDaemon)``; it runs in verl's trainer actor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from agentlightning.verl.daemon import AgentModeDaemon
+
+
+class RewardedGroupsDaemon(AgentModeDaemon):
+    def _without_reward(self) -> list[str]:
+        return [rid for rid, r in self._completed_rollouts_v0.items() if r.final_reward is None]
+
+    def _mean_reward(self) -> float:
+        rewards = [r.final_reward for r in self._completed_rollouts_v0.values() if r.final_reward is not None]
+        return float(np.mean(rewards)) if rewards else float("nan")
+
+    def get_train_data_batch(self, max_prompt_length, max_response_length, device, global_steps):
+        missing = self._without_reward()
+        dropped = {self._task_id_to_original_sample[rid]["data_id"] for rid in missing}
+        batch, metrics = super().get_train_data_batch(max_prompt_length, max_response_length, device, global_steps)
+        if dropped:
+            groups = batch.non_tensor_batch["data_id_list"]
+            # After the advantages are computed, Agent Lightning's trainer removes every sample
+            # marked here (as it does with over-long prompts), so no sample of the group trains.
+            drop = torch.from_numpy(np.isin(groups, list(dropped))).to(batch.batch["is_drop_mask"].device)
+            if bool(drop.all()):
+                raise RuntimeError(
+                    f"step {global_steps}: no rollout of any task has a reward (see the runners' log lines "
+                    "'no reward'); stopping instead of training on nothing. Rerun to resume from the last checkpoint."
+                )
+            batch.batch["is_drop_mask"] = batch.batch["is_drop_mask"] | drop
+        metrics["training/reward"] = self._mean_reward()
+        metrics["training/n_rollouts_without_reward"] = len(missing)
+        metrics["training/n_groups_dropped"] = len(dropped)
+        return batch, metrics
+
+    def get_test_metrics(self):
+        metrics = super().get_test_metrics()
+        metrics["val/reward"] = self._mean_reward()
+        metrics["val/n_rollouts_without_reward"] = len(self._without_reward())
+        return metrics

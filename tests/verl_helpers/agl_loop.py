@@ -1,0 +1,130 @@
+"""Agent Lightning's real training loop on CPU, with only the GPU work stubbed.
+
+``LoopTrainer`` is ``agentlightning.verl.trainer.AgentLightningTrainer`` itself: its ``fit`` loop
+(epochs, last step, validation and save schedule, val_before_train), verl 0.6.1's own
+``_create_dataloader`` (the seeded sampler, ``StatefulDataLoader`` with verl's worker count),
+``_save_checkpoint`` / ``_load_checkpoint`` (``data.pt``, ``latest_checkpointed_iteration.txt``,
+``resume_mode``) and verl's file logger. Stubbed: the rollouts and the update (``_train_step``
+records which rows each step trains on), validation, and the FSDP workers' shard files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from agentlightning.verl.dataset import LoadedDataset
+from agentlightning.verl.trainer import AgentLightningTrainer
+from verl.trainer.main_ppo import create_rl_sampler
+from verl.utils.dataset.rl_dataset import collate_fn
+
+
+class Killed(Exception):
+    """Stands for a kill of the training job in the middle of a step."""
+
+
+class StubWorkers:
+    """verl's actor worker group as far as checkpoints go: writes what the merger needs."""
+
+    world_size = 2
+
+    def save_checkpoint(self, local_path, remote_path, global_step, max_ckpt_to_keep=None):
+        Path(local_path).mkdir(parents=True, exist_ok=True)
+        (Path(local_path) / "fsdp_config.json").write_text('{"FSDP_version": 1, "world_size": 2}')
+
+    def load_checkpoint(self, local_path, del_local_after_load=False):
+        pass
+
+
+class StubDaemon:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def start(self):
+        pass
+
+
+class LoopTrainer(AgentLightningTrainer):
+    def __init__(self, config, train_rows: list[dict], val_rows: list[dict], kill_at: int | None = None):
+        # Not AgentLightningTrainer.__init__: that builds Ray worker groups on GPUs.
+        self.config = config
+        self.tokenizer = SimpleNamespace(pad_token_id=0)
+        self.processor = None
+        self.store = self.llm_proxy = self.adapter = None
+        self.daemon_cls = StubDaemon
+        self.async_rollout_mode = True
+        self.val_reward_fn = object()
+        self.use_critic = False
+        self.actor_rollout_wg = StubWorkers()
+        self.kill_at = kill_at
+        self.trained: list[tuple[int, list[str]]] = []  # (step, row ids)
+        train = LoadedDataset(train_rows)
+        self._create_dataloader(train, LoadedDataset(val_rows), collate_fn, create_rl_sampler(config.data, train))
+
+    def _train_step(self, batch_dict: dict) -> dict:
+        if self.global_steps == self.kill_at:
+            raise Killed(self.global_steps)
+        ids = [str(i) for i in np.asarray(batch_dict["row_id"]).tolist()]
+        self.trained.append((self.global_steps, ids))
+        return {"training/reward": 0.01 * self.global_steps}
+
+    def _validate(self) -> dict:
+        return {"val/reward": 0.5 + 0.001 * self.global_steps}
+
+
+def rows(n: int, prefix: str = "r") -> list[dict]:
+    return [{"row_id": f"{prefix}{i:02d}", "data_source": "audiobook"} for i in range(n)]
+
+
+class FakeAgentLightning:
+    """What ``verl_backend`` uses of the agentlightning module, running :class:`LoopTrainer`."""
+
+    def __init__(self, kill_at: int | None = None):
+        self.kill_at = kill_at
+        self.fits: list[LoopTrainer] = []
+        self.daemon_classes: list = []
+
+    def VERL(self, overrides, daemon_cls=None):
+        from omegaconf import OmegaConf
+
+        from audiobook_rl.training.verl_config import check_verl_config
+
+        self.daemon_classes.append(daemon_cls)
+        cfg = check_verl_config(overrides)
+        OmegaConf.set_struct(cfg, False)
+        return SimpleNamespace(config=cfg)
+
+    def Trainer(self, algorithm, n_runners, tracer, adapter):
+        fake = self
+
+        class _Trainer:
+            def fit(self, agent, train_rows, val_dataset=None):
+                loop = LoopTrainer(algorithm.config, train_rows, val_dataset, kill_at=fake.kill_at)
+                fake.fits.append(loop)
+                loop.fit()
+
+        return _Trainer()
+
+    @staticmethod
+    def OtelTracer():
+        return "otel"
+
+    @staticmethod
+    def LlmProxyTraceToTriplet():
+        return "proxy-adapter"
+
+
+def logged_steps(log_dir: Path) -> list[int]:
+    """Steps verl's file logger wrote, over every attempt."""
+    return [json.loads(line)["step"] for p in sorted(Path(log_dir).glob("attempt_*.jsonl"))
+            for line in p.read_text().splitlines()]
+
+
+def clean_env(monkeypatch, names) -> None:
+    for var in names:
+        monkeypatch.setenv(var, "")  # recorded, so that what the backend sets is undone after the test
+        monkeypatch.delenv(var)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
