@@ -1,4 +1,5 @@
-"""Slicing time and peak memory against corpus size (should grow linearly).
+"""Slicing time and peak memory against corpus size (should grow linearly), and the time of the
+workflow's start-up check of the corpus (reading it whole, counting excerpts only as far as needed).
 
     python bench/bench_slicing.py [--novel PATH] [--sizes-mb 25 50 100 200]
 
@@ -21,8 +22,15 @@ DEFAULT_NOVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "shuih
 
 
 def measure(path: str) -> dict:
+    from audiobook_rl.config import load_config
     from audiobook_rl.corpus import read_text, slice_text
+    from audiobook_rl.startup import check_corpus
 
+    repo = Path(__file__).resolve().parents[1]
+    config = load_config(repo / "config/config.yaml", repo / "config/config.schema.yaml")
+    started = time.perf_counter()
+    assert check_corpus(path, config) == []
+    check_s = time.perf_counter() - started
     started = time.perf_counter()
     text, encoding = read_text(path)
     read_s = time.perf_counter() - started
@@ -35,6 +43,7 @@ def measure(path: str) -> dict:
         "encoding": encoding,
         "read_s": read_s,
         "slice_s": slice_s,
+        "check_s": check_s,
         "slices": len(slices),
         "peak_rss_mb": peak_mb,
     }
@@ -52,6 +61,7 @@ def main() -> None:
     novel = Path(args.novel).read_bytes()
     print(
         f"{'size MB':>8} {'chars':>12} {'read s':>8} {'slice s':>8} {'total s':>8} {'s/100MB':>8} {'peak RSS MB':>12}"
+        f" {'start-up check s':>17}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes_mb:
@@ -69,6 +79,7 @@ def main() -> None:
             mb = written / 1e6
             print(
                 f"{mb:8.0f} {r['chars']:12d} {r['read_s']:8.2f} {r['slice_s']:8.2f} {total:8.2f} {100 * total / mb:8.2f} {r['peak_rss_mb']:12.0f}"
+                f" {r['check_s']:17.2f}"
             )
             path.unlink()
 

@@ -1,3 +1,4 @@
+import atexit
 import glob
 import os
 import sys
@@ -5,7 +6,9 @@ import sys
 from audiobook_rl.config import validate_config
 from audiobook_rl.deps import imported_files
 from audiobook_rl.errors import UserError
+from audiobook_rl.failures import summary
 from audiobook_rl.preflight import check_keys
+from audiobook_rl.startup import check_corpus, check_jobs
 from audiobook_rl.training.verl_config import check_eval_steps
 
 try:
@@ -48,8 +51,10 @@ if not os.path.exists(repo_file(config["corpus"])):
     sys.exit(f"Error: config key 'corpus': {config['corpus']}: no such file.")
 
 
-# Cheap checks before any job starts (and before any request is paid for): API keys of the
-# configured backends, and evaluated steps that training actually saves.
+# Checks before any job starts (and before any request is paid for): API keys of the configured
+# backends, prompt files, evaluated steps that training actually saves, and a corpus the slicer can
+# cut. Snakemake deletes a job's old outputs when it starts it, so a bad input found by the stage
+# itself would already have cost the last run's results.
 def used_prompts():
     """The prompt files the configured backends read, by config key (rule inputs, checked at start)."""
     prompts = {
@@ -79,8 +84,40 @@ try:
     check_eval_steps(config["train"], config["eval"]["steps"])
 except UserError as err:
     _problems.append(str(err))
+if workflow.is_main_process:  # not again in each job of a cluster run
+    _problems += check_corpus(repo_file(config["corpus"]), config)
 if _problems:
     sys.exit("Error: " + "\nError: ".join(_problems))
+
+
+onstart:
+    # What the jobs about to run need (the warm start's excerpts, GPUs, the verl/vLLM packages),
+    # where they run here: not for --touch, nor on a cluster, nor in a dry run (onstart is skipped),
+    # whose plan a machine without GPUs may show.
+    if workflow.local_exec and not workflow.touch:
+        _rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
+        _problems = check_jobs(config, _rules, repo_file(config["corpus"]))
+        if _problems:
+            sys.exit("Error: " + "\nError: ".join(_problems))
+
+
+def failed_jobs():
+    """(job, its log file) of each job of this run that failed."""
+    failed = []
+    for job in getattr(workflow.scheduler, "failed", ()):
+        name = " ".join(
+            [job.rule.name, *(f"{k}={v}" for k, v in job.wildcards_dict.items())]
+        )
+        failed.append((name, job.log[0] if job.log else None))
+    return failed
+
+
+onerror:
+    # Each failed stage's sentence, printed as this process exits: after Snakemake's own report of
+    # the failure, so the sentence is the last thing on the screen (the full log stays in logs/).
+    _summary = summary(failed_jobs())
+    if _summary:
+        atexit.register(print, _summary, file=sys.stderr)
 
 
 def code(script):

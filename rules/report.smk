@@ -21,6 +21,7 @@ rule report:
         report=config["report"],
         # shown as provenance; they change results upstream, so the report reruns anyway
         train=config.get("train", {}),
+        policy=config.get("policy", {}),
         eval=config.get("eval", {}),
         steps=eval_steps(),
         config_hash=config_digest(config),

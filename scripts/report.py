@@ -19,6 +19,7 @@ def main(smk):
         settings=dict(smk.params.report),
         val=smk.input.val,
         train=dict(smk.params.train),
+        policy=dict(smk.params.policy),
         eval_cfg=dict(smk.params.eval),
         config_hash=smk.params.config_hash,
         template=smk.input.template,

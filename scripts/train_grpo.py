@@ -14,6 +14,7 @@ from audiobook_rl import gpus
 from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.files import read_parquet_rows, write_json
 from audiobook_rl.judging import make_judge
+from audiobook_rl.preflight import VERL_GPUS_FIX
 from audiobook_rl.stage import run
 from audiobook_rl.training import check_backend
 from audiobook_rl.training.checkpoints import fingerprint
@@ -45,7 +46,7 @@ def main(smk):
         if uses_local_ray(settings):
             # Ray starts here and takes the GPUs it sees: make those this job's own. (On a Ray
             # cluster the GPUs are the cluster's to assign.)
-            gpus.claim(smk.resources.gpu, "train.gpus_per_node", holder="train_grpo (verl)")
+            gpus.claim(smk.resources.gpu, "train.gpus_per_node", holder="train_grpo (verl)", fix=VERL_GPUS_FIX)
 
         train_stage(settings, settings["reward"], smk.params.llm, prompts, train_rows, val_rows,
                     smk.input.policy, smk.output.metrics, smk.output.summary, fp, n_runners=smk.params.n_runners)

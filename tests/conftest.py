@@ -56,6 +56,37 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+# Tests write only to temporary folders: the clone's own results/ and logs/ hold a user's runs.
+# (A pipeline run in this clone while the tests run would trip this check too.)
+WATCHED = ("results", "logs")
+
+
+def repo_outputs() -> dict[str, tuple[int, int]]:
+    """(size, modification time) of every file and folder under the repository's results/ and logs/."""
+    found = {}
+    for top in WATCHED:
+        for folder, dirs, files in os.walk(REPO / top):
+            for name in dirs + files:
+                path = Path(folder, name)
+                stat = path.lstat()
+                found[str(path.relative_to(REPO))] = (0 if name in dirs else stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+_BEFORE = repo_outputs()
+
+
+@pytest.fixture(autouse=True)
+def _repo_outputs_untouched():
+    yield
+    now = repo_outputs()
+    if now != _BEFORE:
+        changed = sorted(k for k in now.keys() | _BEFORE.keys() if now.get(k) != _BEFORE.get(k))
+        _BEFORE.clear()
+        _BEFORE.update(now)  # name each write once, at the test that made it
+        pytest.fail(f"wrote into the repository: {', '.join(changed[:10])}; tests write only to temporary folders")
+
+
 # AgentOps' tracer patches the openai client for the rest of the process, which hides the spans
 # of later Agent Lightning tests that use the OpenTelemetry tracer: run its tests last.
 PROCESS_WIDE_INSTRUMENTATION = ("test_agent_lightning.py",)

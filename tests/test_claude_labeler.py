@@ -151,5 +151,6 @@ def test_prompt_is_the_configured_file(tmp_path):
         with llm.session(llm_settings(server, tmp_path)):
             labeler = ClaudeLabeler({**LABEL, "prompt": str(prompt)})
             labeler.label(slices(1))
+            default = ClaudeLabeler(LABEL)  # inside the session: its client's cache is in tmp_path
     assert server.requests[0]["body"]["system"] == "SYSTEM-MARK"
-    assert labeler.prompt_hash != ClaudeLabeler(LABEL).prompt_hash
+    assert labeler.prompt_hash != default.prompt_hash

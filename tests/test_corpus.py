@@ -2,7 +2,7 @@
 
 import pytest
 
-from audiobook_rl.corpus import Sentences, quote_balanced, read_text, slice_text
+from audiobook_rl.corpus import Sentences, count_slices, quote_balanced, read_text, slice_text
 from audiobook_rl.errors import UserError
 
 from conftest import SHUIHU, STORY
@@ -117,6 +117,38 @@ def test_too_short_text_says_how_many_slices_it_can_make(story):
         slice_text(story[:1500], **SETTINGS, source="short.txt")
     assert "short.txt: can make only" in str(err.value)
     assert "but 20 were requested" in str(err.value)
+
+
+@pytest.mark.parametrize("chars", [800, 1500, 2200, 3000, 3600, 5000])
+@pytest.mark.parametrize("n", [3, 10, 20])
+def test_the_count_says_exactly_when_slicing_fails(story, chars, n):
+    # The start-up check counts; the stage slices: they must agree on every text and request.
+    text = story[:chars]
+    count = count_slices(text, min_chars=100, max_chars=200, enough=n)
+    if count >= n:
+        assert len(slice_text(text, **{**SETTINGS, "n": n})) == n
+    else:
+        with pytest.raises(UserError, match=f"can make only {count} slices of 100–200 characters, but {n} were"):
+            slice_text(text, **{**SETTINGS, "n": n})
+
+
+def test_a_draw_that_boxes_itself_in_still_cuts_what_the_text_holds(story):
+    # The seeded draw alone finds 16 of these 20 excerpts; the text holds 20 side by side.
+    assert count_slices(story[:3000], min_chars=100, max_chars=200, enough=20) == 20
+    slices = slice_text(story[:3000], **{**SETTINGS, "seed": 1})
+    assert len(slices) == 20
+    assert all(a.end <= b.start for a, b in zip(slices, slices[1:]))
+    assert all(100 <= len(s.text) <= 200 for s in slices)
+
+
+def test_counting_a_long_book_reads_only_as_far_as_it_needs(story):
+    book = (story + "\n") * 70  # 1.2 million characters: the count grows a prefix past 1 MiB
+    assert len(book) > 1 << 20
+    every = count_slices(book, min_chars=100, max_chars=200, enough=10**9)
+    assert every == 70 * count_slices(story + "\n", min_chars=100, max_chars=200, enough=10**9)
+    assert count_slices(book, min_chars=100, max_chars=200, enough=20) == 20
+    broken_tail = story + "\n" + "“" * (2 << 20)  # past the first prefix nothing can be cut
+    assert count_slices(broken_tail, min_chars=100, max_chars=200, enough=10**9) == count_slices(story, min_chars=100, max_chars=200, enough=10**9)
 
 
 def test_chapter_headings_are_not_part_of_slices(story):

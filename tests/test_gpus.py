@@ -18,6 +18,7 @@ import pytest
 
 from audiobook_rl import gpus
 from audiobook_rl.errors import UserError
+from audiobook_rl.preflight import VERL_GPUS_FIX
 from conftest import snakemake, write_config
 from grpo_helpers import TINY_POLICY
 
@@ -156,8 +157,11 @@ def test_asking_for_more_gpus_than_the_machine_has_is_one_sentence(machine):
 def test_no_gpu_at_all_is_one_sentence(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi; torch (CPU build) sees no GPU
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    with pytest.raises(UserError, match=r"'train.gpus_per_node' asks for 2 GPU\(s\) but this machine has 0"):
-        gpus.claim(2, "train.gpus_per_node")
+    with pytest.raises(UserError, match=r"'resources.train_grpo.gpu' asks for 1 GPU\(s\) but this machine has 0; lower it, or set it to 0"):
+        gpus.claim(1, "resources.train_grpo.gpu")
+    # verl's GPUs per node cannot be 0: the way out is the CPU backend.
+    with pytest.raises(UserError, match=r"'train.gpus_per_node' asks for 2 GPU\(s\) but this machine has 0; run where that many GPUs are visible, or train on the CPU with train.backend: local\.$"):
+        gpus.claim(2, "train.gpus_per_node", fix=VERL_GPUS_FIX)
 
 
 def test_no_gpu_asked_claims_nothing(machine):
@@ -166,7 +170,7 @@ def test_no_gpu_asked_claims_nothing(machine):
     assert not Path(os.environ[gpus.LOCK_DIR_ENV]).exists()
 
 
-def test_a_gpu_job_on_a_machine_without_gpus_fails_with_one_sentence(tmp_path, monkeypatch):
+def test_a_gpu_job_on_a_machine_without_gpus_stops_the_run_before_any_job(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")  # no nvidia-smi
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     config = write_config(tmp_path, policy=TINY_POLICY, eval={"steps": []}, resources={"generate": {"gpu": 1}})
@@ -175,7 +179,9 @@ def test_a_gpu_job_on_a_machine_without_gpus_fails_with_one_sentence(tmp_path, m
         "--configfile", str(config), check=False,
     )  # fmt: skip
     assert proc.returncode != 0
-    log = (tmp_path / "logs/generate/step_0.log").read_text()
-    assert "config key 'resources.generate.gpu' asks for 1 GPU(s) but this machine has 0" in log
-    assert "Traceback" not in log
-    assert (tmp_path / "results/models/step_0").is_dir(), "the finished base policy was lost"
+    output = proc.stdout + proc.stderr
+    assert output.strip().splitlines()[-1] == (
+        "Error: config key 'resources.generate.gpu' needs 1 GPU(s) on this node but 0 are visible; lower it, or set it to 0 for the CPU."
+    )
+    assert "Traceback" not in output
+    assert not (tmp_path / "results").exists(), "jobs ran although generate could not"  # checked before the first job

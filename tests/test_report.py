@@ -16,7 +16,7 @@ from audiobook_rl.report import stats
 from audiobook_rl.report.load import load_run, read_metrics
 from audiobook_rl.report.provenance import code_version, config_digest
 
-TRAIN = {"backend": "local", "model": "tiny-qwen2", "rollout_n": 4, "clip_ratio_high": 0.3, "api_key": "sk-should-not-show"}
+TRAIN = {"backend": "local", "rollout": {"n": 4}, "clip_ratio_high": 0.3, "api_key": "sk-should-not-show"}
 
 
 def render(paths: dict, **settings) -> str:
@@ -262,7 +262,7 @@ def test_page_is_self_contained(overfit_run):
     refs = [v for _, attrs in page.tags for k, v in attrs.items() if k in ("src", "href", "xlink:href") and v]
     assert all(v.startswith("#") for v in refs), refs
     assert "<link" not in html and "@import" not in html
-    assert not re.search(r"url\((?!#)", html)  # only the charts' own clip paths
+    assert not re.search(r"url\((?!#|data:font/woff2;base64,)", html)  # the charts' clip paths, the inlined font
 
 
 def test_rerender_is_byte_identical(overfit_run):
@@ -276,7 +276,7 @@ def test_provenance_names_backends_settings_and_hides_secrets(overfit_run):
     assert "local / Qwen2ForCausalLM (hidden 128, layers 2, vocab 3000) from " in html  # policy: its HF config
     assert "zhipu / &lt;i&gt;glm&lt;/i&gt;" in html  # judge, from the scores
     assert "0123456789abcdef" in html and "audiobook-rl 0.1.0" in html
-    assert "rollout_n" in html and "sk-should-not-show" not in html and "(hidden)" in html
+    assert "rollout.n" in html and "sk-should-not-show" not in html and "(hidden)" in html
     assert "<td>rollouts per task (group size)</td><td><code>4</code></td>" in html
     assert "<td>clip ratio high</td><td><code>0.3</code></td>" in html
     assert "train_grpo" in html and "label_slices" in html
@@ -357,12 +357,12 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
     assert stats.relative_change(0.552, 0.125) == pytest.approx(341.6) and stats.relative_change(0.5, 0.0) is None
 
 
-def test_policy_named_by_its_model_id_or_the_train_section(tmp_path):
+def test_policy_named_by_its_model_id_or_the_policy_section(tmp_path):
     from audiobook_rl.report.provenance import policy_identity
 
     (tmp_path / "config.json").write_text(json.dumps({"_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct", "architectures": ["Qwen2ForCausalLM"]}))
     assert policy_identity({"backend": "verl"}, tmp_path) == "verl / Qwen/Qwen2.5-1.5B-Instruct (Qwen2ForCausalLM)"
-    assert policy_identity({"backend": "verl", "verl": {"model": "m/x"}}, tmp_path / "absent") == "verl / m/x"
+    assert policy_identity({"backend": "verl"}, tmp_path / "absent", {"pretrained": "m/x"}) == "verl / m/x"
 
 
 def test_a_run_that_trained_on_nothing_is_shown_as_collapsed(tmp_path):

@@ -1,17 +1,21 @@
-"""The report in a real browser: headless Chromium loads it without console errors.
+"""The report in a real browser: headless Chromium loads it without console errors, and its
+Chinese reads where no CJK font is installed.
 
-Chromium is required, not optional: CI installs it (apt-get update && apt-get install -y chromium);
-without it this test fails with that instruction instead of being skipped.
+Chromium and Noto Sans CJK are required, not optional: CI installs them (apt-get install -y
+chromium fonts-noto-cjk); without them these tests fail with that instruction instead of being skipped.
 """
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageChops
 
 import report_browser
 import report_helpers as fx
-from audiobook_rl.report import make_report
+from audiobook_rl.report import fonts, make_report
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +44,29 @@ def test_report_loads_without_console_errors(browser, tmp_path):
     assert image.size == (1280, 2400)
     # Not a blank page: the header, charts and table give many distinct colours.
     assert len(image.getcolors(maxcolors=1 << 20)) > 200
+
+
+def differing(a: Image.Image, b: Image.Image) -> float:
+    """Share of the pixels that differ visibly between two screenshots."""
+    return float((np.asarray(ImageChops.difference(a.convert("L"), b.convert("L"))) > 40).mean())
+
+
+def test_chinese_reads_where_no_cjk_font_is_installed(browser, tmp_path):
+    if fonts.find_font() is None:
+        pytest.fail(f"no Noto Sans CJK SC to build the report with: {fonts.INSTALL}")
+    paths = fx.write_run(tmp_path / "run")
+    html = make_report(paths["metrics"], paths["labels"], paths["evals"], fx.DEFAULT_SETTINGS, val=paths["val"])
+    report, bare = tmp_path / "report.html", tmp_path / "without-font.html"
+    report.write_text(html, encoding="utf-8")
+    bare.write_text(re.sub(r"@font-face \{[^}]*\}", "", html), encoding="utf-8")  # the page without its font
+
+    def shot(page, cjk_fonts: bool) -> Image.Image:
+        path = tmp_path / f"{page.stem}-{'cjk' if cjk_fonts else 'no-cjk'}.png"
+        assert browser.open_page(page, path, height=5200, cjk_fonts=cjk_fonts) == []
+        return Image.open(path)
+
+    with_cjk = shot(report, True)  # a machine with Noto Sans CJK
+    without_cjk = shot(report, False)  # a machine without any CJK font
+    tofu = shot(bare, False)  # the known failure: every Chinese character a box
+    assert differing(tofu, with_cjk) > 0.002  # the comparison sees boxes where glyphs belong
+    assert differing(without_cjk, with_cjk) < differing(tofu, with_cjk) / 20

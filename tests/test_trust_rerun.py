@@ -15,6 +15,7 @@ import yaml
 
 from conftest import REPO, STORY, planned_rules, ran_rules, snakemake
 from grpo_helpers import TINY_POLICY, TINY_TRAIN
+from trust_helpers import BAD_CORPORA
 
 pytestmark = pytest.mark.slow
 
@@ -173,6 +174,58 @@ def test_editing_a_package_module_reruns_its_stage_and_what_follows(run, module,
     with edited(REPO / module, "\n# an edit\n"):
         planned = plan(run)
     assert planned == expected
+
+
+# Bad inputs after a finished run: each stops the run before any job starts, so the finished
+# outputs stay and a dry run with the good config still has nothing to do.
+BAD_CORPUS_SAYS = {
+    "missing": "config key 'corpus': bad.txt: no such file.",
+    "empty": "bad.txt: the file is empty.",
+    "whitespace": "bad.txt: the file holds only whitespace.",
+    "binary": "bad.txt: looks like a binary file",
+    "neither-utf8-nor-gb18030": "bad.txt: cannot be read as UTF-8 or GB18030/GBK text",
+    "too-short": "bad.txt: can make only 1 slices of 100–200 characters, but 20 were requested",
+    "unbalanced-quotes": "bad.txt: can make only 0 slices",
+}
+BAD_MACHINE = {
+    "verl-without-gpus": ({"train": {**BASE["train"], "backend": "verl"}},
+                          "'train.gpus_per_node' needs 2 GPU(s) on this node but 0 are visible"),
+    "gpu-training-without-gpus": ({"train": {**BASE["train"], "lr": 0.002}, "resources": {"train_grpo": {"gpu": 1}}},
+                                  "'resources.train_grpo.gpu' needs 1 GPU(s) on this node but 0 are visible"),
+    "vllm-without-vllm": ({"generate": {**BASE["generate"], "backend": "vllm"}}, "vllm is not installed"),
+}  # fmt: skip
+
+
+def finished_outputs(workdir: Path) -> dict[str, int]:
+    return {str(p.relative_to(workdir)): p.stat().st_mtime_ns for p in (workdir / "results").rglob("*") if p.is_file()}
+
+
+def stops_at_start_and_keeps_the_run(workdir: Path, config: dict, says: str) -> None:
+    before = finished_outputs(workdir)
+    # No GPU for torch, even where the tests run on a GPU machine.
+    proc = snakemake(workdir, "--cores", "2", "--configfile", str(write(workdir, config)), check=False,
+                     env={**DUMMY_KEYS, "CUDA_VISIBLE_DEVICES": ""})
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and says in output, output[-3000:]
+    assert "Traceback" not in output and "Execute" not in output  # no job started
+    assert output.strip().splitlines()[-1].startswith("Error: ")
+    assert finished_outputs(workdir) == before
+    assert plan(workdir) == set()
+
+
+@pytest.mark.parametrize("name", BAD_CORPUS_SAYS)
+def test_a_bad_corpus_stops_at_start_and_deletes_nothing(run, name):
+    bad = run / "bad.txt"
+    bad.unlink(missing_ok=True)
+    if BAD_CORPORA[name] is not None:
+        bad.write_bytes(BAD_CORPORA[name])
+    stops_at_start_and_keeps_the_run(run, merged(corpus="bad.txt"), BAD_CORPUS_SAYS[name])
+
+
+@pytest.mark.parametrize("name", BAD_MACHINE)
+def test_a_backend_this_machine_cannot_run_stops_at_start_and_deletes_nothing(run, name):
+    changes, says = BAD_MACHINE[name]
+    stops_at_start_and_keeps_the_run(run, merged(**changes), says)
 
 
 def test_no_key_reaches_any_file(run):

@@ -79,12 +79,12 @@ def run_bad(workdir, corpus_bytes=None, **config):
         ("　　林青道：“走吧。”\n".encode() * 10, "novel.txt: can make only"),
     ],
 )
-def test_bad_corpus_fails_with_one_sentence_and_leaves_nothing(workdir, corpus, expected):
+def test_bad_corpus_stops_before_any_job_with_one_sentence(workdir, corpus, expected):
     proc = run_bad(workdir, corpus)
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
-    assert "Traceback" not in (workdir / "logs/slice_corpus.log").read_text()
-    assert not (workdir / "results/slices.jsonl").exists()
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (workdir / "results").exists() and not (workdir / "logs").exists()
 
 
 def test_missing_corpus_is_named_before_anything_runs(workdir):
@@ -99,7 +99,10 @@ def test_missing_corpus_is_named_before_anything_runs(workdir):
         ({"slice": {"n_slices": "many"}}, "config key 'slice.n_slices': 'many' is not of type 'integer'"),
         ({"slice": {"n_slices": -3}}, "config key 'slice.n_slices': -3 is less than the minimum of 1"),
         ({"slice": {"min_chars": 300}}, "'slice.min_chars' and 'slice.max_chars'"),
-        ({"split": {"sed": 1}}, "unknown key(s) ['sed'] in section 'split'"),
+        ({"split": {"sed": 1}}, "unknown key 'split.sed' (did you mean 'split.seed'?)"),
+        ({"train": {"steps": 50}}, "unknown key 'train.steps' (did you mean 'train.total_steps'?)"),
+        ({"train": {"rollout": {"temp": 0.7}}}, "unknown key 'train.rollout.temp' (did you mean 'train.rollout.temperature'?)"),
+        ({"resources": {"train": {"gpu": 1}}}, "unknown key 'resources.train' (did you mean 'resources.train_grpo'?)"),
         ({"label": {"backend": "gpt"}}, "config key 'label.backend'"),
         ({"agent": {"rewrite_prompt": "nope.md"}}, "config key 'agent.rewrite_prompt': prompt file nope.md not found."),
         ({"slice": {"n_slices": 10}}, "'split.n_train' + 'split.n_val' (20) exceed 'slice.n_slices' (10)"),

@@ -12,6 +12,17 @@ from grpo_helpers import TINY_POLICY
 
 OPENAI_KEY = {"OPENAI_API_KEY": "sk-openai-test-key"}
 
+# The bad corpora of the README's bad-input table, as bytes (None: the file does not exist).
+BAD_CORPORA = {
+    "missing": None,
+    "empty": b"",
+    "whitespace": "　　\n \n\t\n".encode(),
+    "binary": bytes(range(256)) * 40,
+    "neither-utf8-nor-gb18030": b"\x81\x30" * 10 + b"\xff\xfe\xfd" * 50,
+    "too-short": "　　林青道：“走吧。”\n".encode() * 10,
+    "unbalanced-quotes": "　　林青道：“今晚的酒，我请了，明日一早再上路。\n".encode() * 200,
+}
+
 
 def start(workdir: Path, *args: str, env: dict | None = None, capture: bool = False) -> subprocess.Popen:
     """The workflow started in the background, in a session of its own (so that a test can kill it whole);

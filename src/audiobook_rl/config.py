@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import yaml
@@ -39,12 +40,23 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
         err = errors[0]
         key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         if err.validator == "additionalProperties":
-            unknown = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-            where = f"section '{key}'" if err.absolute_path else "the top level"
-            raise UserError(f"config: unknown key(s) {unknown} in {where}; see config/config.schema.yaml.")
+            raise UserError(_unknown_keys(err))
         raise UserError(f"config key '{key}': {err.message}.")
     _check_ranges(config)
     return config
+
+
+def _unknown_keys(err) -> str:
+    """One sentence naming each unknown key of a closed section and the valid key closest to it."""
+    prefix = "".join(f"{p}." for p in err.absolute_path)
+    valid = sorted(err.schema.get("properties", {}))
+    parts = []
+    for name in sorted(set(err.instance) - set(valid), key=str):
+        close = difflib.get_close_matches(str(name), valid, n=1, cutoff=0.5)
+        hint = f"did you mean '{prefix}{close[0]}'?" if close else f"valid keys here: {', '.join(valid)}"
+        parts.append(f"'{prefix}{name}' ({hint})")
+    noun = "key" if len(parts) == 1 else "keys"
+    return f"config: unknown {noun} {'; '.join(parts)}; see config/config.schema.yaml."
 
 
 _SCALARS = {"integer": int, "number": (int, float), "boolean": bool}

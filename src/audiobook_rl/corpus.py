@@ -173,14 +173,15 @@ class Sentences:
 
 
 def slice_text(
-    text: str, *, n: int, min_chars: int, max_chars: int, seed: int, source: str = "corpus"
+    text: str, *, n: int, min_chars: int, max_chars: int, seed: int, source: str = "corpus", key: str = "slice.n_slices"
 ) -> list[Slice]:
     """Cut ``n`` non-overlapping excerpts of ``min_chars``–``max_chars`` characters.
 
     Each excerpt is a run of whole sentences (it starts at a sentence start and ends at a sentence
     end, never inside a quote) from paragraphs with balanced quotes. The text is split into ``n``
     equal strata and one excerpt is drawn from each with a seeded generator, so excerpts spread over
-    the whole book and the same text and seed always give the same excerpts.
+    the whole book and the same text and seed always give the same excerpts. It fails exactly when
+    :func:`count_slices` finds fewer than ``n`` (``key`` names the setting to lower).
     """
     sentences = Sentences(text)
     if len(sentences) == 0:
@@ -211,31 +212,78 @@ def slice_text(
             if window:
                 chosen.append(window)
     if len(chosen) < n:
-        raise UserError(
-            f"{source}: can make only {len(chosen)} slices of {min_chars}–{max_chars} characters, "
-            f"but {n} were requested; use a longer text or lower slice.n_slices."
-        )
+        # The random draw boxed itself in: fall back to the most excerpts the text holds, so the
+        # stage fails only where the start-up check (count_slices) says it will.
+        packed = _packed_windows(sentences, min_chars, max_chars)
+        if len(packed) < n:
+            raise too_few_slices(source, len(packed), n, min_chars, max_chars, key)
+        chosen = rng.sample(packed, n)
     chosen.sort()
     return [Slice(f"s{k:03d}", text[a:b], a, b) for k, (a, b) in enumerate(chosen)]
+
+
+def too_few_slices(source: str, found: int, n: int, min_chars: int, max_chars: int, key: str) -> UserError:
+    return UserError(
+        f"{source}: can make only {found} slices of {min_chars}–{max_chars} characters, "
+        f"but {n} were requested; use a longer text or lower {key}."
+    )
+
+
+def count_slices(text: str, *, min_chars: int, max_chars: int, enough: int) -> int:
+    """How many non-overlapping excerpts :func:`slice_text` can cut from ``text``, counted up to
+    ``enough``: fast on a long book, which holds ``enough`` in its first pages.
+
+    Sentences belong to one paragraph, so the excerpts of a prefix that ends at a line break are
+    excerpts of the whole text: the prefix grows fourfold until it holds ``enough`` or is the text.
+    """
+    size = 1 << 20
+    while True:
+        cut = len(text) if size >= len(text) else (text.find("\n", size) + 1 or len(text))
+        found = len(_packed_windows(Sentences(text[:cut]), min_chars, max_chars, enough))
+        if found >= enough or cut == len(text):
+            return found
+        size *= 4
+
+
+def _packed_windows(sentences: Sentences, min_chars: int, max_chars: int, enough: int | None = None) -> list[tuple[int, int]]:
+    """The most non-overlapping windows there are (up to ``enough``): from left to right, each
+    window that starts after the last one taken and ends soonest (interval scheduling)."""
+    windows: list[tuple[int, int]] = []
+    last_end = -1
+    for first in range(len(sentences)):
+        if sentences.starts[first] < last_end:
+            continue
+        end = next(_window_ends(sentences, first, min_chars, max_chars), None)
+        if end is not None:
+            windows.append((sentences.starts[first], end))
+            last_end = end
+            if enough is not None and len(windows) >= enough:
+                break
+    return windows
+
+
+def _window_ends(sentences: Sentences, first: int, min_chars: int, max_chars: int):
+    """The ends (in order) of the valid windows starting at sentence ``first``."""
+    if sentences.broken[first] or sentences.inner[first]:
+        return
+    start = sentences.starts[first]
+    j = first
+    while j < len(sentences) and not sentences.broken[j]:
+        length = sentences.ends[j] - start
+        if length > max_chars:
+            return
+        if length >= min_chars and not sentences.inner[j]:
+            yield sentences.ends[j]
+        j += 1
 
 
 def _window_at(
     sentences: Sentences, first: int, min_chars: int, max_chars: int, rng: random.Random, taken: list
 ) -> tuple[int, int] | None:
-    if sentences.broken[first] or sentences.inner[first]:
-        return None
-    start = sentences.starts[first]
-    ends = []
-    j = first
-    while j < len(sentences) and not sentences.broken[j]:
-        length = sentences.ends[j] - start
-        if length > max_chars:
-            break
-        if length >= min_chars and not sentences.inner[j]:
-            ends.append(sentences.ends[j])
-        j += 1
+    ends = list(_window_ends(sentences, first, min_chars, max_chars))
     if not ends:
         return None
+    start = sentences.starts[first]
     end = ends[rng.randrange(len(ends))]
     if any(start < b and a < end for a, b in taken):
         return None

@@ -98,11 +98,15 @@ def require_cuda(n: int, key: str) -> None:
         raise UserError(f"config key '{key}' asks for {n} GPU(s) but torch sees {have}; set it to 0 for the CPU.")
 
 
-def claim(n: int, key: str, holder: str = "") -> list[str]:
+CPU_FIX = "lower it, or set it to 0 for the CPU"  # what fixes too few GPUs for a resources.*.gpu key
+
+
+def claim(n: int, key: str, holder: str = "", fix: str = CPU_FIX) -> list[str]:
     """Claim ``n`` GPUs for the rest of this process and make them the only ones CUDA sees.
 
-    ``key`` is the config key that asked for them (named in errors); ``holder`` says who holds the
-    claim (shown to jobs waiting for it). Call before anything starts CUDA. Returns the device ids.
+    ``key`` is the config key that asked for them and ``fix`` what to do when there are too few
+    (both named in errors); ``holder`` says who holds the claim (shown to jobs waiting for it). Call
+    before anything starts CUDA. Returns the device ids.
     """
     if n <= 0:
         return []
@@ -110,7 +114,7 @@ def claim(n: int, key: str, holder: str = "") -> list[str]:
     if len(visible) < n:
         env = os.environ.get("CUDA_VISIBLE_DEVICES")
         has = f"CUDA_VISIBLE_DEVICES={env!r} leaves {len(visible)}" if env is not None else f"this machine has {len(visible)}"
-        raise UserError(f"config key '{key}' asks for {n} GPU(s) but {has}; lower it, or set it to 0 for the CPU.")
+        raise UserError(f"config key '{key}' asks for {n} GPU(s) but {has}; {fix}.")
     if len(visible) == n and "CUDA_VISIBLE_DEVICES" in os.environ:
         log.info("using the GPU(s) this job was given: CUDA_VISIBLE_DEVICES=%s", ",".join(visible))
         return visible

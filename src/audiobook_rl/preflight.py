@@ -120,10 +120,14 @@ def _have(name: str, v: str | None) -> str:
     return f"{name} {v} is installed" if v else f"{name} is not installed"
 
 
-def check_gpus(needed: int, what: str, count: Callable[[], int] = gpu_count) -> list[str]:
+# What fixes too few GPUs for the verl backend: train.gpus_per_node cannot be 0.
+VERL_GPUS_FIX = "run where that many GPUs are visible, or train on the CPU with train.backend: local"
+
+
+def check_gpus(needed: int, what: str, count: Callable[[], int] = gpu_count, fix: str | None = None) -> list[str]:
     have = count()
     if have < needed:
-        return [f"{what} needs {needed} GPU(s) on this node but {have} are visible; run on a GPU machine or lower {what}."]
+        return [f"{what} needs {needed} GPU(s) on this node but {have} are visible; {fix or f'run on a GPU machine or lower {what}'}."]
     return []
 
 
@@ -132,7 +136,7 @@ def check_training(train: dict, judge: dict | None = None, *, key_env: dict | No
                    count: Callable[[], int] = gpu_count) -> list[str]:
     """Everything the verl backend of train_grpo needs (the judge gives the reward inside each rollout)."""
     problems = check_training_stack(version)
-    problems += check_gpus(train["gpus_per_node"], "config key 'train.gpus_per_node'", count)
+    problems += check_gpus(train["gpus_per_node"], "config key 'train.gpus_per_node'", count, VERL_GPUS_FIX)
     if judge is not None:
         problems += check_keys({"judge": judge, "llm": {"key_env": key_env or {}}}, env)
     return problems

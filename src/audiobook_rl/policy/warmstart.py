@@ -33,6 +33,7 @@ def warmstart_windows(corpus_text: str, exclude: list[tuple[int, int]], settings
         for s in slice_text(
             corpus_text, n=settings["windows_per_draw"], min_chars=settings["min_chars"],
             max_chars=settings["max_chars"], seed=settings["seed"] * 1000 + k, source="corpus",
+            key="policy.warm_start.windows_per_draw",
         ):
             if not any(s.start < b and a < s.end for a, b in exclude):
                 windows[(s.start, s.end)] = s.text

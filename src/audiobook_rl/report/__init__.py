@@ -30,8 +30,8 @@ def make_report(
 ) -> str:
     """The report's HTML. ``evals`` maps each evaluated step to its (outputs.jsonl, scores.jsonl);
     ``settings`` is the ``report`` config section; ``policy_dir`` (results/models/step_0) names the
-    base policy. ``shown`` goes to :func:`.render.build_report` as given (``train``, ``eval_cfg``,
-    ``config_hash``, ``template``, ``repo``)."""
+    base policy. ``shown`` goes to :func:`.render.build_report` as given (``train``, ``policy``,
+    ``eval_cfg``, ``config_hash``, ``template``, ``repo``)."""
     from .load import load_run
     from .render import build_report
 

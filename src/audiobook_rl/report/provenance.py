@@ -72,15 +72,18 @@ def backends(rows: list[dict]) -> str:
     return "; ".join(f"{b} / {m}" + (f" ({n} rows)" if len(counts) > 1 else "") for (b, m), n in counts.most_common())
 
 
-def policy_identity(train: dict, policy_dir: str | Path | None = None) -> str:
-    """The training backend and the base policy: the model id (or architecture and size) from the
-    Hugging Face config of ``policy_dir`` (results/models/step_0), else a model key of ``train``."""
-    backend = train.get("backend") or "?"
-    model = _model_from_dir(policy_dir) if policy_dir else None
-    if model is None:
-        found = [v for k, v in flat_settings(train) if k.split(".")[-1] in ("model", "model_id", "model_path", "base_model")]
-        model = found[0] if found else "? (no model id found)"
-    return f"{backend} / {model}"
+def policy_identity(train: dict, policy_dir: str | Path | None = None, policy: dict | None = None) -> str:
+    """The training backend and the base policy (see :func:`base_model`)."""
+    return f"{train.get('backend') or '?'} / {base_model(policy_dir, policy)}"
+
+
+def base_model(policy_dir: str | Path | None = None, policy: dict | None = None) -> str:
+    """The base policy: config key ``policy.pretrained`` when set, else what the Hugging Face config
+    of ``policy_dir`` (results/models/step_0) says it is (model id, or architecture and size)."""
+    pretrained = (policy or {}).get("pretrained")
+    if pretrained:
+        return str(pretrained)
+    return (_model_from_dir(policy_dir) if policy_dir else None) or "? (no model id found)"
 
 
 def _model_from_dir(policy_dir: str | Path) -> str | None:
@@ -117,10 +120,12 @@ def file_record(path: str | Path, made_by: str) -> dict:
     }
 
 
-def stage_rows(run: "RunData", train: dict, policy_dir: str | Path | None = None) -> list[tuple[str, str]]:
+def stage_rows(
+    run: "RunData", train: dict, policy_dir: str | Path | None = None, policy: dict | None = None
+) -> list[tuple[str, str]]:
     """(stage, backend / model) for labeling, the policy and the judge of each evaluated step."""
     out = [("labeling (reference scripts)", backends(list(run.labels.values())))]
-    out.append(("policy (training backend / base model)", policy_identity(train, policy_dir)))
+    out.append(("policy (training backend / base model)", policy_identity(train, policy_dir, policy)))
     judges = [(s.step, backends(list(s.scores.values()))) for s in run.steps]
     if len({j for _, j in judges}) == 1:
         out.append(("judge (all evaluated steps)", judges[0][1]))
@@ -129,35 +134,41 @@ def stage_rows(run: "RunData", train: dict, policy_dir: str | Path | None = None
     return out
 
 
-# The training settings a reader checks first (SPEC §5), under the names either backend's config
-# section may use; the first name found wins.
+# The training settings a reader checks first (SPEC §5): (label, path in the config section
+# 'train'). Read by full path: 'train.reward' holds a model and a temperature of its own.
 KEY_SETTINGS = (
-    ("backend", ("backend",)),
-    ("policy model", ("model", "model_id", "base_model", "model_path")),
-    ("training steps", ("steps", "total_steps", "total_training_steps")),
-    ("rollouts per task (group size)", ("group_size", "rollout.n", "rollout_n", "n_rollouts")),
-    ("tasks per step", ("batch_size", "train_batch_size")),
-    ("learning rate", ("learning_rate", "lr")),
-    ("clip ratio low", ("clip_low", "clip_ratio_low")),
-    ("clip ratio high", ("clip_high", "clip_ratio_high")),
-    ("rollout temperature", ("temperature", "rollout.temperature")),
-    ("validation every (steps)", ("val_every", "test_freq")),
-    ("checkpoint every (steps)", ("save_every", "save_freq")),
-    ("seed", ("seed",)),
+    ("training steps", "total_steps"),
+    ("rollouts per task (group size)", "rollout.n"),
+    ("tasks per step", "train_batch_size"),
+    ("learning rate", "lr"),
+    ("clip ratio low", "clip_ratio_low"),
+    ("clip ratio high", "clip_ratio_high"),
+    ("rollout temperature", "rollout.temperature"),
+    ("validation temperature", "val_temperature"),
+    ("validation every (steps)", "test_freq"),
+    ("checkpoint every (steps)", "save_freq"),
+    ("seed", "seed"),
 )
 
 
-def key_settings(train: dict) -> list[tuple[str, str]]:
-    """(label, value) of the settings that matter, found by name in the flattened train section."""
+def key_settings(
+    train: dict, policy_dir: str | Path | None = None, policy: dict | None = None
+) -> list[tuple[str, str]]:
+    """(label, value) of the settings that matter: the backend, the base policy (config section
+    ``policy``, or ``policy_dir``), the training reward, then :data:`KEY_SETTINGS` of ``train``."""
+    if not train:
+        return []
     flat = dict(flat_settings(train))
-    out = []
-    for label, names in KEY_SETTINGS:
-        for name in names:
-            hits = [k for k in flat if k == name] or [k for k in flat if k.endswith("." + name)]
-            if hits:
-                out.append((label, flat[hits[0]]))
-                break
-    if out:
-        kl = [f"{k} = {v}" for k, v in flat.items() if "kl" in k.lower().split(".")[-1]]
-        out.append(("KL", "; ".join(kl) if kl else "off: the GRPO objective has no KL loss and no KL in the reward"))
+    reward = train.get("reward") or {}
+    judge = reward.get("backend") or "?"
+    if judge != "rubric" and reward.get("model"):
+        judge = f"{judge} / {reward['model']}"
+    out = [
+        ("backend", flat.get("backend", "?")),
+        ("policy model", base_model(policy_dir, policy)),
+        ("training reward (judge)", judge),
+    ]
+    out += [(label, flat[path]) for label, path in KEY_SETTINGS if path in flat]
+    kl = [f"{k} = {v}" for k, v in flat.items() if "kl" in k.lower().split(".")[-1]]
+    out.append(("KL", "; ".join(kl) if kl else "off: the GRPO objective has no KL loss and no KL in the reward"))
     return out

@@ -12,7 +12,7 @@ from pathlib import Path
 import jinja2
 
 from ..judging import DIMENSIONS
-from . import diagnosis, plots, provenance
+from . import diagnosis, fonts, plots, provenance
 from .checkpoints import best_row, checkpoint_rows
 from .load import RunData
 from .scripts_view import script_view
@@ -67,13 +67,14 @@ def build_report(
     template: str | Path = TEMPLATE,
     repo: str | Path | None = None,
     policy_dir: str | Path | None = None,
+    policy: dict | None = None,
 ) -> str:
     """The HTML text of the report.
 
     ``settings`` is the ``report`` config section; ``inputs`` maps input names (metrics, labels,
     val, outputs_N, scores_N) to the paths read, for the provenance table; ``train`` and
     ``eval_cfg`` are the config sections shown as settings; ``policy_dir`` is the base policy's model
-    directory, whose config names the policy.
+    directory, whose config names the policy unless the ``policy`` section names a pretrained one.
     """
     train, eval_cfg = train or {}, eval_cfg or {}
     rows = checkpoint_rows(run, settings)
@@ -109,9 +110,9 @@ def build_report(
         "ref_segments": sum(ref_segments) / len(ref_segments) if ref_segments else None,
         "samples": _samples(run, rows, settings["max_samples"]),
         "n_val": len(run.val_ids),
-        "stages": provenance.stage_rows(run, train, policy_dir),
+        "stages": provenance.stage_rows(run, train, policy_dir, policy),
         "train_settings": provenance.flat_settings(train),
-        "key_settings": provenance.key_settings(train),
+        "key_settings": provenance.key_settings(train, policy_dir, policy),
         "eval_settings": provenance.flat_settings(eval_cfg),
         "report_settings": provenance.flat_settings(settings),
         "config_hash": config_hash or "not given",
@@ -126,4 +127,8 @@ def build_report(
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    return env.get_template(Path(template).name).render(**context)
+    page = env.get_template(Path(template).name)
+    # The characters on the page decide which glyphs of the CJK font it carries.
+    html = page.render(**context, font_face="")
+    face = fonts.font_face(html)
+    return page.render(**context, font_face=face) if face else html

@@ -1,0 +1,70 @@
+"""Checks when the workflow starts, before any job runs, so that a bad input costs nothing.
+
+Snakemake deletes a job's old outputs when it starts the job: a stage that then fails on its input
+has already thrown away the good results of the last run (and everything after it reruns). What a
+stage would reject is therefore checked up front, with the stage's own code: the corpus with the
+slicer's reader and counter, the GPUs and packages of the jobs about to run with the preflight the
+stages call. Each check returns one sentence per problem.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .corpus import count_slices, read_text, too_few_slices
+from .errors import UserError
+from .gpus import CPU_FIX
+from .preflight import check_generation, check_gpus, check_training
+
+
+def check_corpus(path: str | Path, config: dict, keys: Iterable[str] = ("slice.n_slices",)) -> list[str]:
+    """What slice_corpus would reject: a corpus that is missing, empty or not text, or too short for
+    the excerpts each config key of ``keys`` asks for (``slice.n_slices``, or the warm start's
+    ``policy.warm_start.windows_per_draw``, cut with the min_chars/max_chars beside it)."""
+    try:
+        text, _ = read_text(path)
+    except UserError as err:
+        return [str(err)]
+    problems = []
+    for key in keys:
+        section, _, name = key.rpartition(".")
+        settings = functools.reduce(dict.__getitem__, section.split("."), config)
+        n, lo, hi = settings[name], settings["min_chars"], settings["max_chars"]
+        found = count_slices(text, min_chars=lo, max_chars=hi, enough=n)
+        if found < n:
+            problems.append(str(too_few_slices(str(path), found, n, lo, hi, key)))
+    return problems
+
+
+def usable_gpus() -> int:
+    """The GPUs a job started now could use: what torch sees, asked in a child process so that
+    neither torch nor CUDA is loaded into the workflow's own process."""
+    probe = "from audiobook_rl.preflight import gpu_count; print(gpu_count())"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
+
+
+def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Callable[[], int] = usable_gpus) -> list[str]:
+    """What the jobs of ``rules`` (those about to run on this machine) need and lack: excerpts for
+    the warm start of the built policy, GPUs, and the packages of the verl and vLLM backends, as
+    the stages check them when they start."""
+    rules = set(rules)
+    count = functools.cache(count)  # asking torch takes seconds
+    resources = config["resources"]
+    problems = []
+    if "build_policy" in rules and not config["policy"]["pretrained"]:
+        problems += check_corpus(corpus, config, ["policy.warm_start.windows_per_draw"])
+    if "train_grpo" in rules:
+        if config["train"]["backend"] == "verl":
+            problems += check_training(config["train"], count=count)
+        elif resources["train_grpo"]["gpu"] > 0:
+            problems += check_gpus(resources["train_grpo"]["gpu"], "config key 'resources.train_grpo.gpu'", count, CPU_FIX)
+    if "generate" in rules:
+        problems += check_generation(config["generate"], count=count)
+        if resources["generate"]["gpu"] > 0:
+            problems += check_gpus(resources["generate"]["gpu"], "config key 'resources.generate.gpu'", count, CPU_FIX)
+    return problems

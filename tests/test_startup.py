@@ -1,0 +1,90 @@
+"""The workflow's start-up checks say what a stage would say, before any job deletes old outputs.
+
+The corpus check and the slicing stage must agree on every bad corpus (same sentence, same count);
+the job check names what the jobs about to run lack, and nothing for jobs that will not run.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from audiobook_rl.config import load_config
+from audiobook_rl.corpus import read_text, slice_text
+from audiobook_rl.errors import UserError
+from audiobook_rl.startup import check_corpus, check_jobs, usable_gpus
+from conftest import REPO, STORY
+from trust_helpers import BAD_CORPORA
+
+CONFIG = load_config(REPO / "config/config.yaml", REPO / "config/config.schema.yaml")
+
+
+def stage_error(path, settings) -> str:
+    """The sentence slice_corpus stops with (its own reading and cutting code)."""
+    with pytest.raises(UserError) as err:
+        text, _ = read_text(path)
+        slice_text(text, n=settings["n_slices"], min_chars=settings["min_chars"], max_chars=settings["max_chars"],
+                   seed=settings["seed"], source=str(path))
+    return str(err.value)
+
+
+@pytest.mark.parametrize("name", BAD_CORPORA)
+def test_the_start_up_check_says_what_the_stage_would(tmp_path, name):
+    path = tmp_path / "novel.txt"
+    if BAD_CORPORA[name] is not None:
+        path.write_bytes(BAD_CORPORA[name])
+    assert check_corpus(path, CONFIG) == [stage_error(path, CONFIG["slice"])]
+
+
+def test_a_good_corpus_passes_and_a_request_too_large_for_it_does_not(tmp_path):
+    assert check_corpus(STORY, CONFIG) == []
+    greedy = copy.deepcopy(CONFIG)
+    greedy["slice"]["n_slices"] = 500
+    [problem] = check_corpus(STORY, greedy)
+    assert problem == stage_error(STORY, greedy["slice"])
+    assert "but 500 were requested; use a longer text or lower slice.n_slices." in problem
+
+
+def test_the_warm_start_of_a_built_policy_needs_its_own_excerpts(tmp_path):
+    corpus = tmp_path / "novel.txt"
+    corpus.write_text(STORY.read_text(encoding="utf-8")[:4000], encoding="utf-8")
+    [problem] = check_jobs(CONFIG, {"build_policy"}, corpus, count=lambda: 0)
+    assert problem.startswith(f"{corpus}: can make only ")
+    assert problem.endswith("but 40 were requested; use a longer text or lower policy.warm_start.windows_per_draw.")
+    pretrained = {**CONFIG, "policy": {**CONFIG["policy"], "pretrained": "some/model"}}
+    assert check_jobs(pretrained, {"build_policy"}, corpus, count=lambda: 0) == []
+    assert check_jobs(CONFIG, {"report"}, corpus, count=lambda: 0) == []
+
+
+def test_verl_on_a_machine_without_gpus_names_the_cpu_backend_not_a_zero():
+    verl = {**CONFIG, "train": {**CONFIG["train"], "backend": "verl"}}
+    problems = check_jobs(verl, {"train_grpo"}, STORY, count=lambda: 0)
+    [gpu] = [p for p in problems if "train.gpus_per_node" in p]
+    assert gpu == ("config key 'train.gpus_per_node' needs 2 GPU(s) on this node but 0 are visible; run where that "
+                   "many GPUs are visible, or train on the CPU with train.backend: local.")
+    assert any("vllm" in p for p in problems)  # this CPU environment lacks the GPU stack, too
+    assert check_jobs(verl, {"export_checkpoint", "judge", "report"}, STORY, count=lambda: 0) == []
+
+
+@pytest.mark.parametrize("rule,section", [("train_grpo", "train_grpo"), ("generate", "generate")])
+def test_a_gpu_job_on_a_machine_without_gpus_is_named(rule, section):
+    config = copy.deepcopy(CONFIG)
+    config["resources"][section]["gpu"] = 1
+    assert check_jobs(config, {rule}, STORY, count=lambda: 0) == [
+        f"config key 'resources.{section}.gpu' needs 1 GPU(s) on this node but 0 are visible; lower it, or set it to 0 for the CPU."
+    ]
+    assert check_jobs(config, {rule}, STORY, count=lambda: 1) == []
+
+
+def test_vllm_generation_needs_its_package_and_a_gpu():
+    config = copy.deepcopy(CONFIG)
+    config["generate"]["backend"] = "vllm"
+    problems = check_jobs(config, {"generate"}, STORY, count=lambda: 0)
+    assert any("vllm is not installed" in p for p in problems) and any("GPU(s)" in p for p in problems)
+
+
+def test_this_machine_has_no_usable_gpu(monkeypatch):
+    # The count a real run uses, asked of torch in a child process.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert usable_gpus() == 0
