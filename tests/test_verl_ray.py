@@ -44,6 +44,20 @@ print(json.dumps(ray.get(worker_env.remote())))
 """
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_ray_login_token():
+    """Ray (2.52 on) makes a login token for each new local cluster and keeps it in ~/.ray/auth_token.
+    Tests write only to temporary folders, and a token left by one run would shut the next run's
+    drivers out of its clusters: these clusters run without one."""
+    before = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    yield
+    if before is None:
+        del os.environ["RAY_AUTH_MODE"]
+    else:
+        os.environ["RAY_AUTH_MODE"] = before
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     with socket.socket() as s:
