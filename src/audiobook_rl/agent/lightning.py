@@ -17,12 +17,12 @@ backend then drops the task's whole group from the update and counts it
 (:mod:`audiobook_rl.training.verl_daemon`).
 
 Prompt building, parsing and judging are the same functions the local backend uses
-(:mod:`audiobook_rl.agent`); only how the two calls are served differs. This module imports
+(:mod:`.episode`); only how the two calls are served differs (:mod:`.openai_chat`). This module imports
 ``agentlightning`` (about 10 s, and it pulls in litellm), so only the verl path imports it.
 
 Usage, as in Agent Lightning's examples::
 
-    agent = make_agent(AgentPrompts.load(create, rewrite), make_judge(judge_settings), max_tokens=1024)
+    agent = make_agent(AgentPrompts.load(create, rewrite), judge, max_tokens=1024)
     trainer = agl.Trainer(algorithm=agl.VERL(config), n_runners=8, ...)
     trainer.fit(agent, train_rows, val_dataset=val_rows)
 
@@ -41,8 +41,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import agentlightning as agl  # noqa: E402
 
-from .agent import AgentPrompts, Episode, Reply, Task, judge_final, run_episode  # noqa: E402
-from .policy.tokenizer import prompt_ids  # noqa: E402
+from ..dataset import Task  # noqa: E402
+from ..policy.tokenizer import prompt_ids  # noqa: E402
+from .episode import AgentPrompts, Episode, Reply, judge_final, run_episode  # noqa: E402
+from .openai_chat import OpenAIChat  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -51,29 +53,6 @@ log = logging.getLogger(__name__)
 # waiting JUDGE_WAIT_S (doubling, up to JUDGE_WAIT_MAX_S) between tries.
 JUDGE_BUDGET_S = 300.0
 JUDGE_WAIT_S, JUDGE_WAIT_MAX_S = 10.0, 120.0
-
-
-class OpenAIChat:
-    """The agent's :class:`~audiobook_rl.agent.ChatClient` over an OpenAI-compatible endpoint."""
-
-    def __init__(self, endpoint: str, model: str, api_key: str | None = None, timeout: float = 600.0):
-        from openai import OpenAI
-
-        self.model = model
-        self.client = OpenAI(base_url=endpoint, api_key=api_key or "dummy", timeout=timeout, max_retries=2)
-
-    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int, top_p: float = 1.0,
-             top_k: int = 0) -> Reply:
-        # top_k is not an OpenAI parameter: vLLM's server reads it from the request body.
-        response = self.client.chat.completions.create(
-            model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, top_p=top_p,
-            **({"extra_body": {"top_k": top_k}} if top_k > 0 else {}),
-        )
-        choice = response.choices[0]
-        # vLLM reports token ids when asked (Agent Lightning's proxy asks); other servers do not.
-        prompt_ids = getattr(response, "prompt_token_ids", None) or []
-        response_ids = getattr(choice, "token_ids", None) or []
-        return Reply(choice.message.content or "", list(prompt_ids), list(response_ids))
 
 
 class ContextLimit:

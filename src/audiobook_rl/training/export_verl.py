@@ -9,6 +9,7 @@ fp32 model (an estimate: 10-20 GB for 1.5B parameters).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,8 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UserError
+from ..steps import resolve
+from . import ExportJob
 
 
 def actor_dir(checkpoint_dir: str | Path, step: int) -> Path:
@@ -68,12 +71,13 @@ def export_verl_checkpoint(checkpoint_dir: str | Path, step: int, target_dir: st
 
 
 def export_verl(step: str, summary: dict, target_dir: str | Path, log_file: str | None = None) -> int:
-    """export_checkpoint for ``train.backend: verl``: ``step`` is a number or ``best``; returns the step."""
-    n = int(summary["best_step"]) if step == "best" else int(step)
-    if n not in summary["saved_steps"]:
-        raise UserError(
-            f"config key 'eval.steps': step {n} was not saved by training (saved: {summary['saved_steps']}); "
-            "use multiples of 'train.save_freq' or the last step."
-        )
+    """Merge checkpoint ``step`` (a number or ``best``) of the run ``summary`` describes; returns the step."""
+    n = resolve(step, summary)
     export_verl_checkpoint(summary["checkpoints"], n, target_dir, log_file)
     return n
+
+
+def export_stage(job: ExportJob) -> int:
+    """export_checkpoint with the verl backend: FSDP shards -> Hugging Face dir through verl's own merger."""
+    summary = json.loads(Path(job.summary_path).read_text(encoding="utf-8"))
+    return export_verl(job.step, summary, job.out_dir, log_file=job.log_file)

@@ -1,23 +1,23 @@
 """The ``vllm`` backend of the generate stage: offline batch generation with vLLM on one GPU.
 
-:class:`VLLMChat` is the agent's :class:`~audiobook_rl.agent.ChatClient` (``chat`` and
-``chat_batch``), so the same create → rewrite code as training and the ``hf`` backend runs on it.
-Prompts are rendered with the model's own chat template and tokenized exactly as the ``hf``
-backend does (:func:`audiobook_rl.policy.tokenizer.prompt_ids`) and handed to vLLM as token ids,
-so both backends see identical prompts; ``temperature == 0`` is greedy decoding.
+:class:`VLLMChat` is the agent's :class:`~.episode.ChatClient` (``chat`` and ``chat_batch``), so
+the same create → rewrite code as training and the ``hf`` backend runs on it. Prompts are rendered
+with the model's own chat template and tokenized exactly as the ``hf`` backend does
+(:func:`audiobook_rl.policy.tokenizer.prompt_ids`) and handed to vLLM as token ids, so both
+backends see identical prompts; ``temperature == 0`` is greedy decoding.
 
-vLLM needs the GPU environment (envs/gpu.yaml); without it :func:`make_client` stops with one
-sentence naming the config key and the fix.
+vLLM needs the GPU environment (envs/gpu.yaml); without it :func:`client` stops with one sentence
+naming the config key and the fix.
 """
 
 from __future__ import annotations
 
 import logging
 
-from .agent import Reply
-from .errors import UserError
-from .policy.tokenizer import prompt_ids
-from .preflight import check_vllm
+from ..errors import UserError
+from ..policy.tokenizer import prompt_ids
+from ..preflight import check_vllm
+from .episode import Reply
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def engine_args(model_dir: str, settings: dict) -> dict:
         "dtype": "bfloat16",
         "tensor_parallel_size": 1,
         "gpu_memory_utilization": GPU_MEMORY_UTILIZATION,
-        "seed": settings.get("seed", 0),
+        "seed": settings["seed"],
         "trust_remote_code": False,
     }
 
@@ -76,8 +76,8 @@ def _reply(prompt: list[int], output) -> Reply:
     return Reply(completion.text, list(prompt), list(completion.token_ids))
 
 
-def make_client(model_dir: str, settings: dict, device: str) -> VLLMChat:
-    """The ``vllm`` generate backend: factory(model_dir, generate settings, device) -> ChatClient."""
+def client(model_dir: str, settings: dict, device: str) -> VLLMChat:
+    """The ``vllm`` backend of the generate stage: an engine for the policy in ``model_dir``."""
     if device != "cuda":
         raise UserError(
             "config key 'generate.backend' is 'vllm', which needs a GPU; set 'resources.generate.gpu' to 1 "
@@ -94,4 +94,4 @@ def make_client(model_dir: str, settings: dict, device: str) -> VLLMChat:
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     llm = vllm.LLM(**engine_args(model_dir, settings))
-    return VLLMChat(llm, tokenizer, vllm.SamplingParams, seed=settings.get("seed", 0))
+    return VLLMChat(llm, tokenizer, vllm.SamplingParams, seed=settings["seed"])

@@ -7,19 +7,19 @@ that share the reward.
 
 This module is framework-free: the two LLM calls go through a :class:`ChatClient`, so the same
 prompt building, parsing and reward code runs against the local Hugging Face policy
-(:mod:`audiobook_rl.generation`) and against an OpenAI-compatible endpoint served by Agent
-Lightning during verl training (:mod:`audiobook_rl.agent_lightning`).
+(:mod:`.hf_chat`), vLLM (:mod:`.vllm_chat`) and an OpenAI-compatible endpoint served by Agent
+Lightning during verl training (:mod:`.lightning`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from .prompts import Prompt, load_prompt
-from .script import Segment, from_dicts, parse_script
+from ..dataset import Task
+from ..prompts import Prompt, load_prompt
+from ..script import parse_script
 
 log = logging.getLogger(__name__)
 
@@ -51,28 +51,6 @@ def chat_many(client, batch: Sequence[list[dict]], **sampling) -> list[Reply]:
     if hasattr(client, "chat_batch"):
         return client.chat_batch(list(batch), **sampling)
     return [client.chat(m, **sampling) for m in batch]
-
-
-@dataclass(frozen=True)
-class Task:
-    """One excerpt to adapt, with its reference script (a row of results/data/*.parquet)."""
-
-    id: str
-    text: str
-    reference: list[Segment]
-    aliases: dict
-
-    @classmethod
-    def from_row(cls, row: dict) -> "Task":
-        """Read a dataset row as written by split_dataset (also as verl's dataset hands it over)."""
-        extra = row["extra_info"]
-        aliases = extra.get("aliases") or "{}"
-        return cls(
-            id=str(extra["slice_id"]),
-            text=str(extra["text"]),
-            reference=from_dicts(json.loads(row["reward_model"]["ground_truth"])),
-            aliases=json.loads(aliases) if isinstance(aliases, str) else dict(aliases),
-        )
 
 
 @dataclass(frozen=True)
