@@ -117,7 +117,8 @@ def agent_prompt(role):
 
 def gpus(rule):
     """GPUs of ``rule``'s job: what its configured backends take (verl: every GPU of every node)."""
-    return sum(backend.gpus(config) for _, backend, _ in backends.of_rule(config, rule))
+    jobs = backends.of_rule(config, rule)
+    return sum(backend.gpus(config) for _, backend, entry in jobs if entry == "run")
 
 
 def llm_api(rule):

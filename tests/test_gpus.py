@@ -19,8 +19,8 @@ import pytest
 from audiobook_rl import gpus
 from audiobook_rl.errors import UserError
 from audiobook_rl.preflight import VERL_GPUS_FIX
-from conftest import snakemake, write_config
-from grpo_helpers import TINY_POLICY
+from helpers.workflow import snakemake, write_config
+from helpers.policy import TINY_POLICY
 
 CLAIMER = """
 import os, sys

@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from conftest import snakemake
+from helpers.workflow import snakemake
 
 TINY = {
     "slice": {"n_slices": 4},

@@ -6,7 +6,8 @@ import shutil
 import pytest
 
 from audiobook_rl.files import read_parquet_rows
-from conftest import REPO, STORY, planned_rules, snakemake, write_config
+from helpers import REPO, STORY
+from helpers.workflow import planned_rules, snakemake, write_config
 
 TARGET = "results/data/val.parquet"
 

@@ -41,7 +41,9 @@ class Backend:
     run: str  # "module:function" that does the stage's work
     provider: str | None = None  # LLM provider: its key must be set, its jobs take one `llm_api`
     prompt: bool = False  # reads the prompt file of its section's `prompt` key
-    stack: str | None = None  # packages of the GPU environment it needs (envs/gpu.yaml): "vllm" or "verl"
+    # The GPU environment (envs/gpu.yaml) its functions run in, whose packages ("vllm" or "verl") and
+    # GPUs its `run` job needs; exports run on the CPU.
+    stack: str | None = None
     gpu_keys: tuple[str, ...] = ()  # config keys whose product is the job's GPUs; the last is per node
     export: str | None = None  # training: "module:function" of export_checkpoint
 

@@ -83,6 +83,7 @@ def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Ca
     if "build_policy" in rules and not config["policy"]["pretrained"]:
         problems += check_corpus(corpus, config, ["policy.warm_start.windows_per_draw"])
     for rule in sorted(rules):
-        for _, backend, _ in backends.of_rule(config, rule):
-            problems += check_backend(backend, config, count=count)
+        for _, backend, entry in backends.of_rule(config, rule):
+            if entry == "run":  # a backend's GPUs and stack are those of its work; exports run on the CPU
+                problems += check_backend(backend, config, count=count)
     return list(dict.fromkeys(problems))

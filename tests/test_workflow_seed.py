@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import REPO, snakemake
+from helpers import REPO
+from helpers.workflow import snakemake
 
 BLOCK = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?=\n\n|\Z)", re.M | re.S)
 

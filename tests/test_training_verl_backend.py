@@ -1,5 +1,5 @@
 """The verl backend's orchestration around ``trainer.fit``, driven through Agent Lightning's real
-training loop with verl's real checkpoints and dataloader (tests/verl_helpers/agl_loop.py; only the
+training loop with verl's real checkpoints and dataloader (tests/helpers/agl_loop.py; only the
 rollouts, the update and the FSDP shards are stubbed): the config it hands over, the environment the
 training process gets, one log per attempt, resume and its fingerprint, and the outputs."""
 
@@ -13,11 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from audiobook_rl import preflight
+from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_jsonl
-from audiobook_rl.training import verl_backend
+from audiobook_rl.training import TrainingJob, verl_backend
 from audiobook_rl.training.verl_daemon import RewardedGroupsDaemon
-from verl_helpers import seed_config
-from verl_helpers.agl_loop import FakeAgentLightning, Killed, clean_env, logged_steps, rows
+from helpers import make_judge, seed_config
+from helpers.agl_loop import FakeAgentLightning, Killed, clean_env, logged_steps, rows
 
 # 16 rows in batches of 8: 2 steps per epoch, so every save (every 2 steps) falls on an epoch's end.
 TRAIN = {**seed_config()["train"], "total_steps": 6, "save_freq": 2, "test_freq": 2}
@@ -29,6 +31,7 @@ def backend(monkeypatch):
     """run_verl with Agent Lightning replaced by its loop on CPU; returns a function making the fake."""
     clean_env(monkeypatch, [*verl_backend.training_env("x"), verl_backend.RAY_JOB_CONFIG])
     monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
+    monkeypatch.setattr(verl_backend.gpus, "claim", lambda *a, **k: [])
     started = []
     monkeypatch.setattr(verl_backend, "start_local_ray", lambda: started.append(True))
 
@@ -72,15 +75,34 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
 
     # the stage entry writes both declared outputs (a finished run: nothing is trained again)
     agents = []
-    monkeypatch.setitem(sys.modules, "audiobook_rl.agent_lightning", SimpleNamespace(
+    monkeypatch.setitem(sys.modules, "audiobook_rl.agent.lightning", SimpleNamespace(
         ContextLimit=lambda tokenizer, n: ("limit", n), make_agent=lambda *a, **k: agents.append(k) or "agent"))
-    verl_backend.train_stage(TRAIN, {"backend": "rubric"}, seed_config()["llm"], None, TRAIN_ROWS, VAL_ROWS,
-                             str(_tokenizer_dir(tmp_path)), str(out / "metrics.jsonl"), str(out / "summary.json"), "run-a")
+    verl_backend.train_stage(job(tmp_path, out))
     # the agent skips calls longer than verl's vLLM context: max_prompt_tokens + rollout.max_tokens
     assert agents[0]["limit"] == ("limit", TRAIN["verl"]["max_prompt_tokens"] + TRAIN["rollout"]["max_tokens"])
     assert read_jsonl(out / "metrics.jsonl")[-1]["step"] == 6
     assert json.loads((out / "summary.json").read_text())["backend"] == "verl"
     assert len(fake.fits) == 1
+
+
+def job(tmp_path: Path, out: Path) -> TrainingJob:
+    return TrainingJob(settings=TRAIN, judge=make_judge(), prompts=None, train_rows=TRAIN_ROWS, val_rows=VAL_ROWS,
+                       policy_dir=str(_tokenizer_dir(tmp_path)), metrics_path=str(out / "metrics.jsonl"),
+                       summary_path=str(out / "summary.json"), fingerprint="run-a", gpus=2, threads=1)
+
+
+def test_the_training_stage_stops_on_a_machine_without_the_stack_before_importing_anything(tmp_path, monkeypatch):
+    """No GPU, no vLLM (whatever this machine has): train_stage raises the preflight's sentences,
+    nothing else runs."""
+    monkeypatch.setattr(preflight, "installed", lambda name: None)
+    monkeypatch.setattr(preflight, "gpu_count", lambda: 0)
+    monkeypatch.delitem(sys.modules, "audiobook_rl.agent.lightning", raising=False)
+    out = tmp_path / "train"
+    with pytest.raises(UserError) as err:
+        verl_backend.train_stage(job(tmp_path, out))
+    text = str(err.value)
+    assert "vllm is not installed" in text and "'train.gpus_per_node' needs 2 GPU(s)" in text
+    assert "audiobook_rl.agent.lightning" not in sys.modules and not out.exists()
 
 
 def _tokenizer_dir(tmp_path: Path) -> Path:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import snakemake, write_config
-from grpo_helpers import TINY_POLICY, TINY_TRAIN
+from helpers.workflow import snakemake, write_config
+from helpers.policy import TINY_POLICY, TINY_TRAIN
 from loopback import Loopback, Reply, anthropic_message, chat_completion
 from loopback.scripts import judge_reply, valid_label_reply
-from trust_helpers import OPENAI_KEY, judging_overlay, start
+from helpers.workflow import OPENAI_KEY, judging_overlay, start
 
 pytestmark = pytest.mark.slow
 

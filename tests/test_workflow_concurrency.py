@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import snakemake
-from grpo_helpers import TINY_TRAIN
+from helpers.workflow import snakemake
+from helpers.policy import TINY_TRAIN
 from loopback import Loopback, Reply, chat_completion
 from loopback.scripts import judge_reply
-from trust_helpers import OPENAI_KEY, judging_overlay, start
+from helpers.workflow import OPENAI_KEY, judging_overlay, start
 
 pytestmark = pytest.mark.slow
 

@@ -73,7 +73,7 @@ def test_group_advantages_use_unbiased_std_per_group():
 
 
 def test_both_calls_of_an_episode_share_the_group_and_advantage():
-    from audiobook_rl.agent import Call, Episode, Reply
+    from audiobook_rl.agent.episode import Call, Episode, Reply
     from audiobook_rl.training.local_grpo import episode_rows
 
     def episode(task, reward):

@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from conftest import planned_rules, snakemake, write_config
-from grpo_helpers import TINY_POLICY, TINY_TRAIN
+from helpers.workflow import planned_rules, snakemake, write_config
+from helpers.policy import TINY_POLICY, TINY_TRAIN
 
 TRAIN = {**TINY_TRAIN, "total_steps": 2, "save_freq": 1, "test_freq": 1}
 

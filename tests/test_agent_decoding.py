@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from audiobook_rl.decoding import CANDIDATES, Sampling, StaticDecoder, candidates, sample, supports
+from audiobook_rl.agent.decoding import CANDIDATES, Sampling, StaticDecoder, candidates, sample, supports
 
 PROMPTS = [[5, 6, 7, 8, 9, 10], [11, 12, 13], [20, 21, 22, 23, 24, 25, 26, 27, 28], [40, 41]]
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import snakemake, write_config
+from helpers.workflow import snakemake, write_config
 from loopback import Loopback, Reply, chat_completion
 from loopback.damage import dumps, merge_all, story_cases
 from loopback.scripts import judge_reply

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, STORY, planned_rules, ran_rules, snakemake
-from grpo_helpers import TINY_POLICY, TINY_TRAIN
-from trust_helpers import BAD_CORPORA
+from helpers import REPO, STORY
+from helpers.workflow import planned_rules, ran_rules, snakemake
+from helpers.policy import TINY_POLICY, TINY_TRAIN
+from helpers.workflow import BAD_CORPORA
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import snakemake, write_config
+from helpers.workflow import snakemake, write_config
 from loopback import Loopback, Reply, anthropic_message
 from loopback.scripts import slices, valid_label_reply
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import report_helpers as fx
+from helpers import report_run as fx
 from audiobook_rl.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,13 +5,11 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from audiobook_rl.agent import AgentPrompts
 from audiobook_rl.corpus import read_text
 from audiobook_rl.dataset import split_rows
+from audiobook_rl.policy.build import build_policy
+from helpers import STORY, prompts
 from loopback.damage import story_cases
-
-REPO = Path(__file__).resolve().parents[1]
-STORY = REPO / "corpus" / "story.txt"
 
 TINY_POLICY = {
     "seed": 1,
@@ -33,10 +31,6 @@ TINY_TRAIN = {
 }
 
 
-def prompts() -> AgentPrompts:
-    return AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
-
-
 def tiny_rows(n_train: int = 3, n_val: int = 2) -> dict[str, list[dict]]:
     """Dataset rows (as split_dataset writes them) of rule-labelled excerpts of the bundled story."""
     labels = [{**c, "script": [s.to_dict() for s in c["script"]]} for c in story_cases(n_train + n_val)]
@@ -44,8 +38,6 @@ def tiny_rows(n_train: int = 3, n_val: int = 2) -> dict[str, list[dict]]:
 
 
 def build_tiny_policy(out_dir: Path, settings: dict | None = None) -> dict:
-    from audiobook_rl.policy import build_policy
-
     text, _ = read_text(STORY)
     return build_policy(text, [(0, 400)], prompts(), copy.deepcopy(settings or TINY_POLICY), out_dir)
 

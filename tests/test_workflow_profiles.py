@@ -14,8 +14,9 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO, snakemake
-from scaling_helpers import S3Stub, fake_slurm, touch_in_order
+from helpers import REPO
+from helpers.workflow import snakemake
+from helpers.cluster import S3Stub, fake_slurm, touch_in_order
 
 SLURM = REPO / "profiles" / "slurm"
 K8S = REPO / "profiles" / "kubernetes"

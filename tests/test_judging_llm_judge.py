@@ -9,10 +9,12 @@ import pytest
 from loopback import Loopback, Reply, chat_completion
 from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE, judge_reply
 
+from audiobook_rl import backends
 from audiobook_rl.errors import UserError
-from audiobook_rl.judging import DIMENSIONS, SEED_WEIGHTS, make_judge
+from audiobook_rl.judging import DIMENSIONS
+from helpers import make_judge
 
-BACKENDS = {"glm": ("zhipuai", "ZHIPUAI_API_KEY"), "openai": ("openai", "OPENAI_API_KEY")}
+BACKENDS = {name: (backends.get("judge", name).provider, env) for name, env in (("glm", "ZHIPUAI_API_KEY"), ("openai", "OPENAI_API_KEY"))}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -33,8 +35,7 @@ def judge_for(backend: str, server: Loopback, tmp_path, **overrides):
         "concurrency": overrides.pop("concurrency", 4),
         "rate_limit_per_minute": {provider: 0},
     }
-    settings = {"backend": backend, "model": "judge-model", "weights": SEED_WEIGHTS, "max_attempts": 3, **overrides}
-    return make_judge(settings, llm)
+    return make_judge(llm, backend=backend, model="judge-model", max_attempts=3, **overrides)
 
 
 def answer(text: str, delay: float = 0.0) -> Reply:
@@ -170,5 +171,5 @@ def test_local_openai_compatible_server_needs_no_key(tmp_path, monkeypatch):
             "key_env": {"openai": None},
             "cache_dir": str(tmp_path / "cache"),
         }
-        v = make_judge({"backend": "openai", "model": "qwen-judge"}, llm).score(SOURCE, REFERENCE, REFERENCE_JSON)
+        v = make_judge(llm, backend="openai", model="qwen-judge").score(SOURCE, REFERENCE, REFERENCE_JSON)
     assert v.overall == 1.0

@@ -116,7 +116,7 @@ import json, sys
 from types import SimpleNamespace
 import ray
 from audiobook_rl.training import verl_backend
-from verl_helpers import seed_config
+from helpers import seed_config
 
 class Trainer:
     def __init__(self, **kwargs):

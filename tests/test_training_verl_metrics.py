@@ -82,23 +82,3 @@ def test_reads_what_verls_own_file_logger_writes(tmp_path, monkeypatch):
     del tracker  # verl flushes and closes its loggers on deletion
     rows = convert_logs([path])
     assert [(r["step"], r.get("val_reward"), r.get("train_reward")) for r in rows] == [(0, 0.125, None), (1, None, 0.21)]
-
-
-def test_the_training_stage_stops_on_this_cpu_machine_before_importing_anything(tmp_path, monkeypatch):
-    """No GPU, no vLLM here: train_stage raises the preflight's sentences, nothing else runs."""
-    import sys
-
-    import pytest
-
-    from audiobook_rl.errors import UserError
-    from audiobook_rl.training.verl_backend import train_stage
-    from verl_helpers import seed_config
-
-    config = seed_config()
-    monkeypatch.delenv("ZHIPUAI_API_KEY", raising=False)
-    monkeypatch.delitem(sys.modules, "audiobook_rl.agent_lightning", raising=False)
-    with pytest.raises(UserError) as err:
-        train_stage(config["train"], config["judge"], config["llm"], None, [], [], "/m", str(tmp_path / "m.jsonl"), str(tmp_path / "s.json"), "fp")
-    text = str(err.value)
-    assert "vllm is not installed" in text and "'train.gpus_per_node' needs 2 GPU(s)" in text and "ZHIPUAI_API_KEY" in text
-    assert "audiobook_rl.agent_lightning" not in sys.modules and not list(tmp_path.iterdir())

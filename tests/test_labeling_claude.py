@@ -14,8 +14,10 @@ from audiobook_rl import llm
 from audiobook_rl.errors import UserError
 from audiobook_rl.labeling import label_slices
 from audiobook_rl.labeling.claude import ClaudeLabeler
+from audiobook_rl.labeling.lexicon import build_lexicon
+from helpers import settings
 
-LABEL = {"backend": "claude", "model": "claude-opus-test", "max_attempts": 3}
+LABEL = settings("label", backend="claude", model="claude-opus-test", max_attempts=3)
 
 
 def llm_settings(server: Loopback, tmp_path: Path, **overrides) -> dict:
@@ -35,10 +37,12 @@ def test_labels_record_backend_model_and_prompt_hash(tmp_path):
     items = slices(3)
     with Loopback(valid) as server:
         with llm.session(llm_settings(server, tmp_path)):
-            records = label_slices(items, LABEL, corpus_text="".join(s.text for s in items))
+            lexicon = build_lexicon("".join(s.text for s in items))
+            records = label_slices(items, ClaudeLabeler(LABEL), lexicon)
     assert [r["id"] for r in records] == ["s000", "s001", "s002"]
     for r in records:
         assert (r["backend"], r["model"]) == ("claude", "claude-opus-test")
+        assert (r["start"], r["end"]) == (items[int(r["id"][1:])].start, items[int(r["id"][1:])].end)
         assert len(r["prompt_hash"]) == 16
         assert "".join(seg["content"] for seg in r["script"]).startswith("第")
     assert server.count == 3
@@ -135,7 +139,7 @@ def test_missing_key_stops_before_any_slice_is_sent(tmp_path, monkeypatch):
             with pytest.raises(
                 UserError, match="label.backend 'claude' needs the environment variable ANTHROPIC_API_KEY"
             ):
-                label_slices(slices(2), LABEL, corpus_text="")
+                ClaudeLabeler(LABEL)
     assert server.count == 0
 
 

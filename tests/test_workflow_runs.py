@@ -11,7 +11,8 @@ import pytest
 
 from audiobook_rl.files import read_parquet_rows
 from audiobook_rl.sweep import read_run, render_index
-from conftest import STORY, snakemake
+from helpers import STORY
+from helpers.workflow import snakemake
 
 DATA = "data/val.parquet"
 

@@ -7,7 +7,8 @@ import torch
 
 from audiobook_rl.corpus import read_text
 from audiobook_rl.policy.warmstart import warmstart_windows
-from grpo_helpers import STORY, TINY_POLICY, build_tiny_policy, shared_tiny_policy
+from helpers import STORY
+from helpers.policy import TINY_POLICY, build_tiny_policy, shared_tiny_policy
 
 
 @pytest.fixture(scope="module")

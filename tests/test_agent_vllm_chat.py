@@ -9,12 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from audiobook_rl import generation_vllm
-from audiobook_rl.agent import AgentPrompts, Task, run_episodes
+from audiobook_rl import preflight
+from audiobook_rl.agent import vllm_chat
+from audiobook_rl.agent.episode import run_episodes
+from audiobook_rl.agent.vllm_chat import VLLMChat, client, engine_args, sampling_args
+from audiobook_rl.dataset import Task
 from audiobook_rl.errors import UserError
-from audiobook_rl.generation_vllm import VLLMChat, engine_args, make_client, sampling_args
 from audiobook_rl.policy.tokenizer import prompt_ids, train_tokenizer
-from verl_helpers import REPO
+from helpers import REPO, prompts as agent_prompts
 
 
 class FakeSamplingParams:
@@ -56,7 +58,7 @@ def test_engine_and_sampling_arguments():
 
 
 def test_nucleus_and_top_k_reach_vllms_sampling_params(tokenizer):
-    prompts = AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
+    prompts = agent_prompts()
     llm = FakeLLM(tokenizer, ["draft", "final"])
     chat = VLLMChat(llm, tokenizer, FakeSamplingParams, seed=0)
     run_episodes([Task("s1", "林青道：“走吧。”", [], {})], chat, prompts, temperature=0.7, max_tokens=64, top_p=0.9, top_k=40)
@@ -64,7 +66,7 @@ def test_nucleus_and_top_k_reach_vllms_sampling_params(tokenizer):
 
 
 def test_both_roles_run_through_vllm_with_chat_template_prompts(tokenizer):
-    prompts = AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
+    prompts = agent_prompts()
     task = Task("s1", "林青道：“走吧。”", [], {})
     llm = FakeLLM(tokenizer, ["draft A", "draft B", "final A", "final B"])  # create batch, then rewrite batch
     chat = VLLMChat(llm, tokenizer, FakeSamplingParams, seed=0)
@@ -84,9 +86,11 @@ def test_both_roles_run_through_vllm_with_chat_template_prompts(tokenizer):
 
 
 def test_missing_vllm_is_one_sentence(monkeypatch):
+    # vLLM missing, whatever this machine has installed
+    monkeypatch.setattr(preflight, "installed", lambda name: None)
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(UserError) as err:
-        make_client("/m", {"seed": 0}, "cuda")
+        client("/m", {"seed": 0}, "cuda")
     msg = str(err.value)
     assert "'generate.backend' is 'vllm' but vllm is not installed" in msg and "generate.backend: hf" in msg
     assert msg.count(".") >= 1 and "\n" not in msg
@@ -94,10 +98,10 @@ def test_missing_vllm_is_one_sentence(monkeypatch):
 
 def test_vllm_needs_a_gpu():
     with pytest.raises(UserError, match="resources.generate.gpu"):
-        make_client("/m", {"seed": 0}, "cpu")
+        client("/m", {"seed": 0}, "cpu")
 
 
-def test_make_client_builds_the_engine(monkeypatch, tmp_path, tokenizer):
+def test_the_client_builds_the_engine(monkeypatch, tmp_path, tokenizer):
     tokenizer.save_pretrained(tmp_path)
     built = {}
 
@@ -106,10 +110,10 @@ def test_make_client_builds_the_engine(monkeypatch, tmp_path, tokenizer):
         return FakeLLM(tokenizer, ["x"])
 
     monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(LLM=llm, SamplingParams=FakeSamplingParams))
-    monkeypatch.setattr(generation_vllm, "check_vllm", lambda: [])
-    client = make_client(str(tmp_path), {"seed": 5}, "cuda")
+    monkeypatch.setattr(vllm_chat, "check_vllm", lambda: [])
+    chat = client(str(tmp_path), {"seed": 5}, "cuda")
     assert built["model"] == str(tmp_path) and built["seed"] == 5
-    assert client.chat([{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=4).text == "x"
+    assert chat.chat([{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=4).text == "x"
 
 
 def test_the_generate_stage_leaves_fork_usable_for_the_vllm_engine(tmp_path, monkeypatch):
@@ -124,7 +128,7 @@ def test_the_generate_stage_leaves_fork_usable_for_the_vllm_engine(tmp_path, mon
     import pandas as pd
     import torch
 
-    from audiobook_rl import generation, gpus
+    from audiobook_rl import gpus
 
     poisoning = []
     monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
@@ -138,7 +142,7 @@ def test_the_generate_stage_leaves_fork_usable_for_the_vllm_engine(tmp_path, mon
         at_engine_start.update(device=device, poisoned=list(poisoning), initialized=torch.cuda.is_initialized())
         raise UserError("stop here: vLLM itself is not installed on this machine")
 
-    monkeypatch.setitem(generation.BACKENDS, "vllm", vllm_backend)
+    monkeypatch.setattr(vllm_chat, "client", vllm_backend)
     pd.DataFrame([{"extra_info": {"slice_id": "s1"}}]).to_parquet(tmp_path / "val.parquet")
     smk = SimpleNamespace(
         threads=1, rule="generate", wildcards=SimpleNamespace(step="1000"), resources=SimpleNamespace(gpu=1),

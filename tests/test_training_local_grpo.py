@@ -13,12 +13,11 @@ import pytest
 import torch
 
 from audiobook_rl.errors import UserError
-from audiobook_rl.judging import make_judge
 from audiobook_rl.training.checkpoints import STATE, saved_steps
 from audiobook_rl.training.export_local import export_local
 from audiobook_rl.training.local_grpo import train_local
-from grpo_helpers import TINY_TRAIN, prompts, shared_tiny_policy, tiny_rows
-
+from helpers import make_judge, prompts
+from helpers.policy import TINY_TRAIN, shared_tiny_policy, tiny_rows
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,7 @@ def setup(tmp_path_factory):
 
 
 def _train(base, rows, root, settings=TINY_TRAIN, fp="fp"):
-    return train_local(rows["train"], rows["val"], prompts(), copy.deepcopy(settings), make_judge({"backend": "rubric"}),
+    return train_local(rows["train"], rows["val"], prompts(), copy.deepcopy(settings), make_judge(),
                        str(base / "step_0"), str(root), fp)
 
 
@@ -60,10 +59,10 @@ def test_metrics_and_checkpoint_layout(uninterrupted):
     # Mode collapse is visible per step: the share of distinct final scripts, in training and validation.
     assert all(0.0 < m["train_distinct_share"] <= 1.0 and "train_cross_similarity" in m for m in lines[1:])
     assert all(0.0 < m["val_distinct_share"] <= 1.0 for m in lines if "val_reward" in m)
-    # save_freq 2, the last step, and the best validation step (if it beat step 0)
-    assert {2, 3} <= set(saved_steps(root)) <= {1, 2, 3}
-    assert summary["saved_steps"] == saved_steps(root)
-    assert summary["best_val_reward"] == max(m["val_reward"] for m in lines if "val_reward" in m)
+    # save_freq 2, the last step, and the best validation step: a trained one (2 or 3), never step 0
+    assert saved_steps(root) == summary["saved_steps"] == [2, 3]
+    trained = {m["step"]: m["val_reward"] for m in lines if "val_reward" in m and m["step"] > 0}
+    assert summary["best_step"] in (2, 3) and summary["best_val_reward"] == max(trained.values())
     for step in saved_steps(root):
         d = root / f"step_{step}"
         assert {"config.json", "model.safetensors", "tokenizer.json", STATE} <= {p.name for p in d.iterdir()}
@@ -75,7 +74,7 @@ def test_resume_after_kill_equals_uninterrupted_run(setup, uninterrupted, tmp_pa
     root_b = tmp_path / "run_b"
     # Train in a child process and SIGKILL it once the step-2 checkpoint exists.
     code = (
-        "import sys; sys.path.insert(0, %r); import test_grpo_training as t, grpo_helpers as h; from pathlib import Path;"
+        "import sys; sys.path.insert(0, %r); import test_training_local_grpo as t, helpers.policy as h; from pathlib import Path;"
         "t._train(Path(%r), h.tiny_rows(), Path(%r), dict(h.TINY_TRAIN, total_steps=50))"
     ) % (str(Path(__file__).parent), str(base), str(root_b))
     child = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parent)
@@ -128,9 +127,9 @@ def test_export_copies_a_saved_step_and_names_an_unsaved_one(setup, uninterrupte
 def test_one_update_raises_the_likelihood_of_both_calls_of_a_good_episode(setup):
     import random
 
-    from audiobook_rl.policy import load_policy
+    from audiobook_rl.policy.model import load_policy
     from audiobook_rl.training.local_grpo import Row, ppo_update
-    from audiobook_rl.training.logprobs import pack, token_logprobs
+    from audiobook_rl.policy.logprobs import pack, token_logprobs
 
     base, _ = setup
     model, tok = load_policy(base / "step_0")

@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import socket
 
-import pytest
+import agentlightning as agl
+from agentlightning.store.client_server import LightningStoreClient, LightningStoreServer
+from loopback import Loopback, Reply, chat_completion
+from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE, judge_reply
 
-from verl_helpers import REPO, seed_config
-
-from audiobook_rl.agent import AgentPrompts  # noqa: E402
-from audiobook_rl.dataset import split_rows  # noqa: E402
-from audiobook_rl.files import read_parquet_rows, write_parquet_rows  # noqa: E402
-from audiobook_rl.judging import make_judge  # noqa: E402
-from loopback import Loopback, Reply, chat_completion  # noqa: E402
-from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE, judge_reply  # noqa: E402
-
-agl = pytest.importorskip("agentlightning")
-from agentlightning.store.client_server import LightningStoreClient, LightningStoreServer  # noqa: E402
-
-from audiobook_rl.agent_lightning import make_agent  # noqa: E402
+from audiobook_rl.agent.lightning import make_agent
+from audiobook_rl.dataset import split_rows
+from audiobook_rl.files import read_parquet_rows, write_parquet_rows
+from helpers import make_judge, prompts, seed_config
 
 MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 CREATE_IDS = ([11, 12, 13, 14, 15], [21, 22, 23])
@@ -74,28 +67,26 @@ def run_runner(endpoint, agent, row, resource, results) -> None:
 
 def task_row(tmp_path) -> dict:
     """A training row as verl hands it to the agent: split_dataset's row after a parquet round trip."""
-    prompts = AgentPrompts.load(REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md")
-    label = {"id": "s001", "text": SOURCE, "script": REFERENCE, "aliases": {}}
-    rows = split_rows([label], {"n_train": 1, "n_val": 0, "seed": 0, "data_source": "audiobook"}, prompts.create)
+    label = {"id": "s001", "text": SOURCE, "start": 0, "end": len(SOURCE), "script": REFERENCE, "aliases": {}}
+    rows = split_rows([label], {"n_train": 1, "n_val": 0, "seed": 0, "data_source": "audiobook"}, prompts().create)
     write_parquet_rows(tmp_path / "train.parquet", rows["train"])
     row = read_parquet_rows(tmp_path / "train.parquet")[0]
     # The daemon turns numpy values into plain ones before it enqueues a task (verl/daemon.py).
     from agentlightning.verl.daemon import _to_native
 
-    return _to_native({**row, "data_id": "d-1", "index": 0}), prompts
+    return _to_native({**row, "data_id": "d-1", "index": 0})
 
 
 def test_create_and_rewrite_become_two_triplets_with_the_reward_and_the_judge_none(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # LiteLLM / AgentOps write logs into the working directory
     config = seed_config()
-    row, prompts = task_row(tmp_path)
+    row = task_row(tmp_path)
     with Loopback(policy) as policy_srv, Loopback(judge_server) as judge_srv:
-        judge_settings = {**config["judge"], "backend": "openai", "model": "judge-model",
-                          "prompt": str(REPO / config["judge"]["prompt"])}
         llm_settings = {**config["llm"], "base_url": {**config["llm"]["base_url"], "openai": judge_srv.url + "/v1"},
                         "key_env": {**config["llm"]["key_env"], "openai": None}, "cache_dir": str(tmp_path / "cache"),
                         "backoff_s": 0.001, "rate_limit_per_minute": {"openai": 0}}
-        agent = make_agent(prompts, make_judge(judge_settings, llm_settings), max_tokens=64, val_temperature=0.0)
+        judge = make_judge(llm_settings, backend="openai", model="judge-model")
+        agent = make_agent(prompts(), judge, max_tokens=64, val_temperature=0.0)
 
         async def one_rollout():
             store = agl.InMemoryLightningStore(thread_safe=True)

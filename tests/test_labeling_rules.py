@@ -8,7 +8,7 @@ from audiobook_rl.labeling.lexicon import Lexicon, build_lexicon
 from audiobook_rl.labeling.rules import UNKNOWN_SPEAKER, RuleLabeler
 from audiobook_rl.script import NARRATOR, TONES, dumps, joined_content, parse_script, reading_text
 
-from conftest import STORY
+from helpers import STORY
 
 
 def quotes(text: str, lexicon=None) -> list[tuple[str, str]]:
@@ -98,8 +98,10 @@ def test_delays_are_longer_at_paragraph_ends_and_scene_breaks():
 
 def test_label_records_carry_backend_model_and_aliases(story):
     slices = slice_text(story, n=3, min_chars=100, max_chars=200, seed=1)
-    records = label_slices(slices, {"backend": "rules"}, story)
+    lexicon = build_lexicon(story)
+    records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
+    assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
     assert all(r["backend"] == "rules" and r["model"] == "rules-v2" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from verl_helpers import seed_config  # noqa: F401  (sets the offline litellm switch before the import below)
+from helpers import seed_config
 
 from agentlightning import RolloutLegacy, Triplet  # noqa: E402
 from agentlightning.verl.daemon import AgentModeDaemon  # noqa: E402
