@@ -72,3 +72,17 @@ def test_without_a_cjk_font_the_page_keeps_the_viewers_fonts_and_the_log_says_so
         html = build(tmp_path)
     assert "@font-face" not in html and '"Noto Sans CJK SC"' in html  # the font stack, as before
     assert "no Noto Sans CJK SC found (install Noto Sans CJK (Debian/Ubuntu: apt-get install fonts-noto-cjk))" in caplog.text
+
+
+def test_a_font_that_cannot_be_written_as_woff2_leaves_the_viewers_fonts(system_font, tmp_path, monkeypatch, caplog):
+    # WOFF2 needs the Brotli module (fontTools looks for it once, at import): without it the report
+    # is still made, with the font stack.
+    from fontTools.ttLib import woff2
+
+    monkeypatch.setattr(woff2, "haveBrotli", False)
+    fonts._subset.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="audiobook_rl.report.fonts"):
+        html = build(tmp_path)
+    fonts._subset.cache_clear()
+    assert "@font-face" not in html and '"Noto Sans CJK SC"' in html
+    assert "could not embed Noto Sans CJK SC" in caplog.text

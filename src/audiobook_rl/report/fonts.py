@@ -68,7 +68,11 @@ def font_face(page: str) -> str:
         return ""
     path, index = found
     chars = frozenset(ord(ch) for ch in page if ord(ch) > 0x7F)
-    woff2, covered = _subset(str(path), index, path.stat().st_mtime_ns, chars)
+    try:
+        woff2, covered = _subset(str(path), index, path.stat().st_mtime_ns, chars)
+    except (ImportError, OSError) as err:  # no Brotli to write WOFF2 with, an unreadable font file
+        log.warning("could not embed %s (%s): the report's Chinese shows only where the viewer has a CJK font", NAME, err)
+        return ""
     log.info("embedded %d glyphs of %s (%s) in the report: %d KB of WOFF2", len(covered), NAME, path, len(woff2) // 1024)
     data = base64.b64encode(woff2).decode("ascii")
     # unicode-range: the browser takes this face only for these characters, and the line metrics

@@ -157,9 +157,10 @@ def validate(client, tasks, prompts, judge, settings) -> dict:
     rollout = settings["rollout"]
     episodes = run_episodes(tasks, client, prompts, judge, temperature=settings["val_temperature"],
                             max_tokens=rollout["max_tokens"], top_p=rollout["top_p"], top_k=rollout["top_k"])
-    rewards = [e.reward if e.reward is not None else 0.0 for e in episodes]
+    # A judge failure is counted, not scored 0 (0 only when the judge scored nothing at all).
+    rewards = [e.reward for e in episodes if e.reward is not None]
     return {
-        "val_reward": statistics.fmean(rewards),
+        "val_reward": statistics.fmean(rewards) if rewards else 0.0,
         "val_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
         "val_judge_failures": sum(e.reward is None for e in episodes),
         **diversity([e.final for e in episodes], [t.text for t in tasks]).metrics("val"),
@@ -229,7 +230,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
             "ratio_mean": stats["ratio_mean"],
             "grad_norm": stats["grad_norm"],
             "skipped_updates": stats["skipped_updates"],
-            "response_length": statistics.fmean(len(r.response_ids) for r in rows),
+            "response_length": statistics.fmean(len(r.response_ids) for r in rows) if rows else 0.0,
             "judge_failures": sum(e.reward is None for e in episodes),
             "dropped_groups": len({t.id for t, e in zip(group, episodes) if e.reward is None}),
             "generated_tokens": generated,
