@@ -136,7 +136,7 @@ def test_a_judge_that_keeps_failing_gives_no_reward_never_a_zero(tmp_path, monke
         rollout, spans = _run(agent, _row(tmp_path), agl.LLM(endpoint=server.url + "/v1", model="policy"), "train")
     assert rollout.status == "succeeded" and judge.calls > 1
     # no reward span at all: Agent Lightning reports the rollout without a reward, and the verl
-    # backend's daemon drops its task's group (tests/test_verl_daemon.py) instead of scoring 0
+    # backend's daemon drops its task's group (tests/test_training_verl_daemon.py) instead of scoring 0
     assert agl.find_final_reward(spans) is None
 
 

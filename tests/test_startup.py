@@ -80,7 +80,8 @@ def test_a_gpu_job_on_a_machine_without_gpus_is_named(rule, section):
     assert check_jobs(config, {rule}, STORY, count=lambda: 1) == []
 
 
-def test_vllm_generation_needs_its_package_and_a_gpu():
+def test_vllm_generation_needs_its_package_and_a_gpu(monkeypatch):
+    monkeypatch.setattr(preflight, "installed", lambda name: None)  # vLLM missing, whatever is installed here
     config = copy.deepcopy(CONFIG)
     config["generate"]["backend"] = "vllm"
     problems = check_jobs(config, {"generate"}, STORY, count=lambda: 0)

@@ -63,7 +63,7 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     # litellm 1.80 and Agent Lightning 0.3.0 read no master-key variable: none is set
     assert "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY" not in os.environ
-    # the same variables reach Ray's workers, also those of a cluster started elsewhere (tests/test_verl_ray.py)
+    # the same variables reach Ray's workers, also those of a cluster started elsewhere (tests/test_training_verl_ray.py)
     ray_env = json.loads(os.environ[verl_backend.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
     assert ray_env["VERL_FILE_LOGGER_PATH"] == os.environ["VERL_FILE_LOGGER_PATH"]
     # one node and no RAY_ADDRESS: a Ray of this job's own is started before Agent Lightning's ray.init

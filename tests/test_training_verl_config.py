@@ -158,7 +158,7 @@ def test_verl_serves_rollouts_with_its_own_vllm_server_so_token_ids_need_vllm_0_
     """Agent Lightning's config names a patched vLLM server (``custom_async_server``) that returns
     token ids, but verl 0.6.1 only declares the key and never reads it: the rollouts are served by
     verl's own server, and the ids come from vLLM's ``return_token_ids`` (requested by Agent
-    Lightning's proxy, see tests/test_agent_training_path.py), which vLLM has from 0.10.2 on."""
+    Lightning's proxy, see tests/test_agent_lightning_proxy.py), which vLLM has from 0.10.2 on."""
     from pathlib import Path
 
     import verl

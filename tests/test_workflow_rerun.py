@@ -167,9 +167,15 @@ def test_touching_every_input_reruns_nothing(run):
     [
         ("src/audiobook_rl/report/__init__.py", {"report"}),
         ("src/audiobook_rl/judging/rubric.py", FROM_TRAINING),  # the rubric is also the training reward
+        # the rule labeler labels the slices, and build_policy's warm start labels with it too
+        ("src/audiobook_rl/labeling/rules.py", EVERYTHING - {"slice_corpus"}),
         ("src/audiobook_rl/script.py", EVERYTHING),  # the schema: every stage uses it
+        # backends the config does not choose (generate: hf, train: local)
+        ("src/audiobook_rl/agent/vllm_chat.py", set()),
+        ("src/audiobook_rl/agent/lightning.py", set()),
+        ("src/audiobook_rl/training/verl_config.py", set()),
     ],
-    ids=["report-module", "judge-module", "schema-module"],
+    ids=["report-module", "rubric-judge", "rule-labeler", "schema-module", "vllm-chat", "agent-lightning", "verl-config"],
 )
 def test_editing_a_package_module_reruns_its_stage_and_what_follows(run, module, expected):
     with edited(REPO / module, "\n# an edit\n"):
@@ -193,7 +199,9 @@ BAD_MACHINE = {
                           "'train.gpus_per_node' needs 2 GPU(s) on this node but 0 are visible"),
     "gpu-training-without-gpus": ({"train": {**BASE["train"], "lr": 0.002}, "resources": {"train_grpo": {"gpu": 1}}},
                                   "'resources.train_grpo.gpu' needs 1 GPU(s) on this node but 0 are visible"),
-    "vllm-without-vllm": ({"generate": {**BASE["generate"], "backend": "vllm"}}, "vllm is not installed"),
+    # whether or not vLLM is installed here (tests/test_startup.py: the sentence for a missing vLLM)
+    "vllm-without-gpus": ({"generate": {**BASE["generate"], "backend": "vllm"}},
+                          "config key 'generate.backend' = 'vllm' needs 1 GPU(s) on this node but 0 are visible"),
 }  # fmt: skip
 
 

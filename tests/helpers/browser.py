@@ -2,7 +2,7 @@
 
 Used by tests/test_report_browser.py; also a command for looking at a real report:
 
-    python tests/report_browser.py results/report.html report.png [--no-cjk-fonts]
+    python tests/helpers/browser.py results/report.html report.png [--no-cjk-fonts]
 
 ``--no-cjk-fonts`` shows the page as a machine without any CJK font would: Chromium gets a
 fontconfig that sees this machine's fonts except those covering Chinese.
@@ -77,7 +77,7 @@ def open_page(
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--no-cjk-fonts"]
     if len(args) != 2:
-        sys.exit("usage: python tests/report_browser.py REPORT.html SCREENSHOT.png [--no-cjk-fonts]")
+        sys.exit("usage: python tests/helpers/browser.py REPORT.html SCREENSHOT.png [--no-cjk-fonts]")
     messages = open_page(*args, height=int(os.environ.get("HEIGHT", "2400")), cjk_fonts="--no-cjk-fonts" not in sys.argv)
     print("\n".join(messages) or "no console messages")
     sys.exit(1 if messages else 0)
