@@ -14,7 +14,13 @@ import pytest
 # Importing agentlightning (litellm) otherwise tries to download a price list: no network in tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from helpers import REPO  # noqa: E402
+from helpers import REPO, workflow  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Before the test's fixtures (a module's finished run too): only a slow test may run Snakemake.
+    workflow.IN_SLOW_TEST = item.get_closest_marker("slow") is not None
 
 
 @pytest.fixture

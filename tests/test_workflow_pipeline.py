@@ -10,6 +10,8 @@ import yaml
 from helpers.workflow import planned_rules, snakemake, write_config
 from helpers.policy import TINY_POLICY, TINY_TRAIN
 
+pytestmark = pytest.mark.slow
+
 TRAIN = {**TINY_TRAIN, "total_steps": 2, "save_freq": 1, "test_freq": 1}
 
 

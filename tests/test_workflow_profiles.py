@@ -18,6 +18,8 @@ from helpers import REPO
 from helpers.workflow import snakemake
 from helpers.cluster import S3Stub, fake_slurm, touch_in_order
 
+pytestmark = pytest.mark.slow
+
 SLURM = REPO / "profiles" / "slurm"
 K8S = REPO / "profiles" / "kubernetes"
 # The seed's job sizes (config/seed.yaml): 2 GPUs to train, 1 per generation.

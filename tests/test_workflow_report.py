@@ -8,24 +8,24 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import report_run as fx
 from audiobook_rl.config import load_config
+from helpers import REPO
+from helpers import report_run as fx
+from helpers.workflow import command
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
 
 
 def snakemake(workdir: Path, *args: str) -> str:
-    cmd = [
-        sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
-        "results/report.html", "--configfile", str(REPO / "config" / "config.yaml"), str(workdir / "overlay.yaml"),
-        "--cores", "1", "--allowed-rules", "report", *args,
-    ]
+    cmd = command(
+        workdir, "results/report.html", "--configfile", str(REPO / "config" / "config.yaml"),
+        str(workdir / "overlay.yaml"), "--cores", "1", "--allowed-rules", "report", *args,
+    )
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=workdir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
@@ -34,7 +34,7 @@ def snakemake(workdir: Path, *args: str) -> str:
 @pytest.fixture
 def workdir(tmp_path):
     config = load_config(REPO / "config" / "config.yaml", REPO / "config" / "config.schema.yaml")
-    steps = [0] + sorted(config.get("eval", {}).get("steps", []))
+    steps = [0] + sorted(config["eval"]["steps"])
     paths = fx.write_run(tmp_path / "fixture", steps=steps)
     results = tmp_path / "results"
     for name, target in (("metrics", "train/metrics.jsonl"), ("labels", "labels.jsonl"), ("val", "data/val.parquet")):

@@ -133,6 +133,12 @@ def test_a_new_evaluated_step_adds_only_its_own_jobs(run):
     assert "step=1" in proc.stdout and "step=2" not in proc.stdout.replace("steps", "")
 
 
+def test_the_best_step_is_a_target_like_any_step(run):
+    assert planned_rules(run, "results/eval/step_best/scores.jsonl", configfile=write(run, merged())) == {
+        "export_checkpoint", "generate", "judge",
+    }  # fmt: skip
+
+
 def test_a_deleted_report_is_rebuilt_alone(run):
     report = run / "results/report.html"
     kept = report.read_bytes()

@@ -25,6 +25,7 @@ def _logs(proc) -> set[str]:
     return {p.strip() for line in re.findall(r"^\s+log: (.+)$", proc.stdout, re.M) for p in line.split(",")}
 
 
+@pytest.mark.slow
 def test_without_a_run_name_outputs_keep_their_paths(tmp_path):
     proc = snakemake(tmp_path, f"results/{DATA}", "-n", "--cores", "1")
     assert _outputs(proc) == {
@@ -36,6 +37,7 @@ def test_without_a_run_name_outputs_keep_their_paths(tmp_path):
     assert _logs(proc) == {"logs/slice_corpus.log", "logs/label_slices.log", "logs/split_dataset.log"}
 
 
+@pytest.mark.slow
 def test_a_run_name_moves_every_output_and_log_under_runs(tmp_path):
     proc = snakemake(tmp_path, f"results/runs/seed1/{DATA}", "-n", "--cores", "1", "--config", "run_name=seed1")
     outputs, logs = _outputs(proc), _logs(proc)
@@ -43,11 +45,13 @@ def test_a_run_name_moves_every_output_and_log_under_runs(tmp_path):
     assert len(logs) == 3 and all(p.startswith("logs/runs/seed1/") for p in logs), logs
 
 
+@pytest.mark.slow
 def test_a_numeric_run_name_is_a_name(tmp_path):
     proc = snakemake(tmp_path, f"results/runs/7/{DATA}", "-n", "--cores", "1", "--config", "run_name=7")
     assert "results/runs/7/slices.jsonl" in _outputs(proc)
 
 
+@pytest.mark.slow
 def test_a_run_name_with_a_slash_is_refused_with_one_sentence(tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "1", "--config", "run_name=a/b", check=False)
     assert proc.returncode != 0
@@ -126,6 +130,7 @@ def test_index_escapes_what_the_runs_recorded(tmp_path):
     assert "<img" not in page and "&lt;img" in page
 
 
+@pytest.mark.slow
 def test_index_rule_compares_every_finished_run(tmp_path):
     write_run(tmp_path, "seed1", {0: [0.1, 0.2], 10: [0.5, 0.6]})
     write_run(tmp_path, "seed2", {0: [0.2, 0.2], 10: [0.3, 0.4]})

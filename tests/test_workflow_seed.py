@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from helpers import REPO
 from helpers.workflow import snakemake
+
+pytestmark = pytest.mark.slow
 
 BLOCK = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?=\n\n|\Z)", re.M | re.S)
 

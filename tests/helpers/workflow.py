@@ -29,7 +29,15 @@ BAD_CORPORA = {
 }
 
 
+# Whether the test now running is marked `slow` (set by tests/conftest.py before each test's fixtures):
+# every Snakemake run belongs to the slow tier, so that `pytest -m "not slow"` stays fast.
+IN_SLOW_TEST = True
+
+
 def command(workdir: Path, *args: str) -> list[str]:
+    """The command line of a Snakemake run of this repository's workflow in ``workdir``."""
+    if not IN_SLOW_TEST:
+        raise AssertionError("this test runs Snakemake: mark it `@pytest.mark.slow`")
     return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
 
 
