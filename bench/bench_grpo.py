@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import statistics
 import tempfile
 import time
@@ -23,9 +22,8 @@ from pathlib import Path
 
 import torch
 
-from audiobook_rl.files import read_parquet_rows
-
-REPO = Path(__file__).resolve().parents[1]
+from audiobook_rl.files import read_jsonl, read_parquet_rows
+from audiobook_rl.paths import REPO
 
 
 def load_rows(data: Path) -> dict[str, list[dict]]:
@@ -67,7 +65,7 @@ def main() -> None:
     settings.update(total_steps=args.steps, test_freq=10**6, save_freq=10**6)
     with tempfile.TemporaryDirectory() as root:
         train_local(rows["train"], rows["val"], prompts, settings, judge, args.policy, root, "bench", args.device)
-        metrics = [json.loads(line) for line in (Path(root) / "metrics.jsonl").read_text().splitlines()]
+        metrics = read_jsonl(Path(root) / "metrics.jsonl")
     steps = [m for m in metrics if m["step"] > 0]
     gen_seconds = sum(m["rollout_seconds"] for m in steps)
     tokens = sum(m["generated_tokens"] for m in steps)
