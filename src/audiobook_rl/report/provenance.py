@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
+from ..backends import REGISTRY
 from ..paths import REPO
 
 if TYPE_CHECKING:
@@ -150,7 +151,8 @@ def key_settings(
     flat = dict(flat_settings(train))
     reward = train.get("reward") or {}
     judge = reward.get("backend") or "?"
-    if judge != "rubric" and reward.get("model"):
+    backend = REGISTRY["train.reward"].get(judge)
+    if backend is not None and backend.provider and reward.get("model"):  # an LLM judge: its model matters
         judge = f"{judge} / {reward['model']}"
     out = [
         ("backend", flat.get("backend", "?")),
