@@ -136,7 +136,7 @@ def conda_env(rule):
 
 
 def llm_settings(wildcards, resources):
-    """The `llm` section as a rule param. A function of `resources`: Snakemake does not record it, so
+    """The `llm` section as a param of a rule; a function of `resources` (Snakemake does not record it), so
     editing the client layer (concurrency, timeouts, rate limits, cache) reruns nothing.
     """
     return config["llm"]

@@ -1,4 +1,4 @@
-"""The judge rule: outputs.jsonl + labels.jsonl -> scores.jsonl, what its edits rerun, and the GLM
+"""The judge rule: outputs.jsonl + val.parquet -> scores.jsonl, what its edits rerun, and the GLM
 judge run by Snakemake against a loopback server."""
 
 from __future__ import annotations
@@ -8,12 +8,14 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.workflow import snakemake, write_config
 from loopback import Loopback, Reply, chat_completion
 from loopback.damage import dumps, merge_all, story_cases
 from loopback.scripts import judge_reply
 
-from audiobook_rl.files import read_jsonl, write_jsonl
+from audiobook_rl.dataset import split_rows
+from audiobook_rl.files import read_jsonl, write_jsonl, write_parquet_rows
+from helpers import prompts
+from helpers.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -21,29 +23,19 @@ SCORES = "results/eval/step_0/scores.jsonl"
 ROW_KEYS = {"id", "step", "overall", "scores", "reasons", "backend", "model", "error"}
 
 
-def fixtures(workdir: Path) -> list[dict]:
-    """Labels of three story slices and hand-made outputs of step 0: a copy, a merge, garbage."""
+def fixtures(workdir: Path) -> None:
+    """The validation split of three story slices (references as split_dataset writes them) and
+    hand-made outputs of step 0: a copy, a merge, garbage."""
     cases = story_cases(3)
-    labels = [
-        {
-            "id": c["id"],
-            "text": c["text"],
-            "script": [s.to_dict() for s in c["script"]],
-            "backend": "rules",
-            "model": "rules-v1",
-            "prompt_hash": None,
-            "aliases": c["aliases"],
-        }
-        for c in cases
-    ]
+    labels = [{**c, "script": [s.to_dict() for s in c["script"]]} for c in cases]
+    split = {"n_train": 0, "n_val": 3, "seed": 0, "data_source": "audiobook"}
+    write_parquet_rows(workdir / "results/data/val.parquet", split_rows(labels, split, prompts().create)["val"])
     finals = [dumps(cases[0]["script"]), dumps(merge_all(cases[1]["script"])), "I cannot do that."]
     outputs = [
         {"id": c["id"], "step": 0, "draft": f, "final": f, "draft_notes": {}, "final_notes": {}}
         for c, f in zip(cases, finals)
     ]
-    write_jsonl(workdir / "results/labels.jsonl", labels)
     write_jsonl(workdir / "results/eval/step_0/outputs.jsonl", outputs)
-    return labels
 
 
 def planned(workdir: Path, config: Path) -> set[str]:
