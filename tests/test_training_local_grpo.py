@@ -68,6 +68,7 @@ def test_metrics_and_checkpoint_layout(uninterrupted):
         assert {"config.json", "model.safetensors", "tokenizer.json", STATE} <= {p.name for p in d.iterdir()}
 
 
+@pytest.mark.slow  # training in a child process, killed and resumed
 def test_resume_after_kill_equals_uninterrupted_run(setup, uninterrupted, tmp_path):
     base, rows = setup
     root_a, _ = uninterrupted

@@ -114,6 +114,7 @@ def _tokenizer_dir(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # two verl training runs end to end
 def test_a_finished_run_is_not_trained_again(tmp_path, backend):
     out = tmp_path / "train"
     first = backend()
@@ -143,6 +144,7 @@ def test_other_settings_or_inputs_start_over_instead_of_resuming(tmp_path, backe
     assert "holds checkpoints of other settings or inputs: starting over" in caplog.text
 
 
+@pytest.mark.slow  # three verl training runs end to end (about two minutes)
 def test_resume_after_a_kill_at_an_epoch_end_trains_the_remaining_steps(tmp_path, backend):
     """verl 0.6.1's own loop resumes from a checkpoint at an epoch's end into no steps at all; Agent
     Lightning's loop (the one that runs) reaches the last step, each epoch on every row once."""
