@@ -1,11 +1,15 @@
 """Steps as the workflow names them: one wildcard, and one rule for the best step."""
 
 import re
+from types import SimpleNamespace
 
 import pytest
 
 from audiobook_rl.errors import UserError
+from audiobook_rl.files import write_jsonl
+from audiobook_rl.report.checkpoints import best_row
 from audiobook_rl.steps import WILDCARD, best_step, check_eval_steps, parse, resolve
+from audiobook_rl.sweep import read_run
 from helpers import seed_config, settings
 
 SUMMARY = {"saved_steps": [10, 20, 30], "best_step": 20}
@@ -43,3 +47,12 @@ def test_eval_steps_must_be_saved_steps():
         with pytest.raises(UserError, match="eval.steps"):
             check_eval_steps(seed, bad)
     check_eval_steps(settings("train"), settings("eval")["steps"])  # the default config's
+
+
+def test_the_report_and_the_run_index_name_the_same_best_step(tmp_path):
+    # A run whose baseline beats every checkpoint: both name step 10, neither names the baseline.
+    means = {0: 0.9, 10: 0.3, 20: 0.1}
+    for step, mean in means.items():
+        write_jsonl(tmp_path / "eval" / f"step_{step}" / "scores.jsonl", [{"id": "s0", "step": step, "overall": mean}])
+    rows = [SimpleNamespace(step=step, mean=mean) for step, mean in means.items()]
+    assert best_row(rows).step == read_run(tmp_path).best_step == 10

@@ -14,7 +14,7 @@ from loopback.scripts import judge_reply
 
 from audiobook_rl.dataset import split_rows
 from audiobook_rl.files import read_jsonl, write_jsonl, write_parquet_rows
-from helpers import prompts
+from helpers import REPO, prompts
 from helpers.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
@@ -74,7 +74,7 @@ def test_glm_judge_stage_scores_through_the_api_and_never_writes_the_key(workdir
     prompt = workdir / "config/prompts/judge.md"
     prompt.parent.mkdir(parents=True)
     prompt.write_text(
-        (Path(__file__).parents[1] / "config/prompts/judge.md").read_text(encoding="utf-8"), encoding="utf-8"
+        (REPO / "config/prompts/judge.md").read_text(encoding="utf-8"), encoding="utf-8"
     )
     with Loopback(lambda kind, body, n: Reply(body=chat_completion(judge_reply(0.5)))) as server:
         config = write_config(
