@@ -5,7 +5,7 @@
 Without ``--model`` it builds a randomly initialised model of Qwen2.5-0.5B's shape (speed does not
 depend on the weights; rows are forced to the full length). Prints:
 
-- decoding: generated tokens/s of :class:`~audiobook_rl.decoding.StaticDecoder` (bf16, CUDA graphs)
+- decoding: generated tokens/s of :class:`~audiobook_rl.agent.decoding.StaticDecoder` (bf16, CUDA graphs)
   and of ``model.generate`` (bf16, the same sampling), per batch size;
 - exactness: in float32, the share of greedy tokens where the decoder (CUDA graphs included) and
   ``model.generate`` agree, over a few prompts;
@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from audiobook_rl.decoding import Sampling, StaticDecoder
+from audiobook_rl.agent.decoding import Sampling, StaticDecoder
 from audiobook_rl.training.local_grpo import Row, ppo_update
 
 SAMPLING = Sampling(temperature=0.7, top_p=0.95)

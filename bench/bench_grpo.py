@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import statistics
 import tempfile
 import time
@@ -23,9 +22,8 @@ from pathlib import Path
 
 import torch
 
-from audiobook_rl.files import read_parquet_rows
-
-REPO = Path(__file__).resolve().parents[1]
+from audiobook_rl.files import read_jsonl, read_parquet_rows
+from audiobook_rl.paths import REPO
 
 
 def load_rows(data: Path) -> dict[str, list[dict]]:
@@ -42,20 +40,21 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args()
 
-    import yaml
-
-    from audiobook_rl.agent import AgentPrompts, Task, run_episodes
-    from audiobook_rl.generation import HFChat
-    from audiobook_rl.judging import make_judge
-    from audiobook_rl.policy import load_policy, n_params
+    from audiobook_rl import backends
+    from audiobook_rl.agent.episode import AgentPrompts, run_episodes
+    from audiobook_rl.agent.hf_chat import HFChat
+    from audiobook_rl.config import load_config
+    from audiobook_rl.dataset import Task
+    from audiobook_rl.policy.model import load_policy, n_params
     from audiobook_rl.training.local_grpo import train_local
 
     torch.set_num_threads(args.threads)
-    config = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
+    config = load_config(args.config)
     settings = copy.deepcopy(config["train"])
     prompts = AgentPrompts.load(REPO / config["agent"]["create_prompt"], REPO / config["agent"]["rewrite_prompt"])
     rows = load_rows(Path(args.data))
-    judge = make_judge(config.get("judge", {"backend": "rubric"}))
+    reward = settings["reward"]
+    judge = backends.get("train.reward", reward["backend"]).load()(reward, config["llm"])
 
     model, tokenizer = load_policy(args.policy, args.device)
     print(f"device {args.device}, torch threads {torch.get_num_threads()}, torch {torch.__version__}")
@@ -66,7 +65,7 @@ def main() -> None:
     settings.update(total_steps=args.steps, test_freq=10**6, save_freq=10**6)
     with tempfile.TemporaryDirectory() as root:
         train_local(rows["train"], rows["val"], prompts, settings, judge, args.policy, root, "bench", args.device)
-        metrics = [json.loads(line) for line in (Path(root) / "metrics.jsonl").read_text().splitlines()]
+        metrics = read_jsonl(Path(root) / "metrics.jsonl")
     steps = [m for m in metrics if m["step"] > 0]
     gen_seconds = sum(m["rollout_seconds"] for m in steps)
     tokens = sum(m["generated_tokens"] for m in steps)

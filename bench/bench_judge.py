@@ -42,7 +42,9 @@ from loopback.damage import (  # noqa: E402
 from loopback.remote import Remote  # noqa: E402
 
 from audiobook_rl.files import read_jsonl  # noqa: E402
-from audiobook_rl.judging import SEED_WEIGHTS, make_judge  # noqa: E402
+from audiobook_rl.config import section  # noqa: E402
+from audiobook_rl.judging.llm_judge import LLMJudge  # noqa: E402
+from audiobook_rl.judging.rubric import RubricJudge  # noqa: E402
 from audiobook_rl.script import from_dicts  # noqa: E402
 
 
@@ -79,7 +81,7 @@ def candidates(ref: dict, other: dict) -> list[str]:
 
 
 def bench_rubric(refs: list[dict], seconds: float) -> None:
-    judge = make_judge({"backend": "rubric"})
+    judge = RubricJudge(section("judge")["weights"])
     k = len(NAMES)
     cases = [
         (r["text"], r["script"], c, r.get("aliases"))
@@ -134,7 +136,7 @@ def bench_llm(refs: list[dict], n_cases: int, latency: float, concurrency: int) 
                 "concurrency": concurrency,
                 "rate_limit_per_minute": {provider: 0},
             }
-            judge = make_judge({"backend": backend, "model": "bench", "weights": SEED_WEIGHTS}, llm)
+            judge = LLMJudge(section("judge", {"backend": backend, "model": "bench"}), llm)
             started = time.perf_counter()
             verdicts = judge.score_many(cases)
             wall = time.perf_counter() - started

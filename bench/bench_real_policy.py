@@ -31,14 +31,15 @@ from pathlib import Path
 
 import torch
 
-from audiobook_rl.agent import AgentPrompts, Task, run_episodes
+from audiobook_rl import backends
+from audiobook_rl.agent.episode import AgentPrompts, run_episodes
+from audiobook_rl.agent.hf_chat import HFChat
 from audiobook_rl.config import load_config
 from audiobook_rl.corpus import read_text, slice_text
-from audiobook_rl.dataset import split_rows
+from audiobook_rl.dataset import Task, split_rows
 from audiobook_rl.errors import UserError
-from audiobook_rl.generation import HFChat
-from audiobook_rl.judging import make_judge
-from audiobook_rl.labeling import build_lexicon, make_labeler
+from audiobook_rl.labeling.lexicon import build_lexicon
+from audiobook_rl.labeling.rules import RuleLabeler
 from audiobook_rl.policy.model import load_policy
 from audiobook_rl.training import checkpoints as ckpt
 from audiobook_rl.training.local_grpo import train_local
@@ -51,9 +52,10 @@ def build_rows(novel: Path, n_train: int, n_val: int, seed: int) -> dict[str, li
     """Rule-labelled excerpts of ``novel`` as split_dataset's train and val rows."""
     text, _ = read_text(novel)
     slices = slice_text(text, n=n_train + n_val, min_chars=100, max_chars=200, seed=seed, source=novel.name)
-    labeler = make_labeler({"backend": "rules"}, build_lexicon(text))
+    labeler = RuleLabeler(build_lexicon(text))
     labels = [
-        {"id": s.id, "text": s.text, "script": [seg.to_dict() for seg in script], "aliases": labeler.lexicon.aliases}
+        {"id": s.id, "text": s.text, "start": s.start, "end": s.end, "script": [seg.to_dict() for seg in script],
+         "aliases": labeler.lexicon.aliases}
         for s, script in zip(slices, labeler.label(slices))
     ]
     split = {"n_train": n_train, "n_val": n_val, "seed": seed, "data_source": "audiobook"}
@@ -90,6 +92,11 @@ def paired_interval(before: list[float], after: list[float], samples: int = 2000
     return statistics.fmean(diffs), means[int(0.025 * samples)], means[int(0.975 * samples) - 1]
 
 
+def reward_judge(train: dict):
+    """The training reward of the ``train`` section, as train_grpo builds it."""
+    return backends.get("train.reward", train["reward"]["backend"]).load()(train["reward"], None)
+
+
 def peak_gb(device: str) -> float:
     return torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else 0.0
 
@@ -98,7 +105,7 @@ def run_ours(model_dir: Path, rows: dict, train: dict, steps: int, seed: int, wo
     """Local GRPO for ``steps`` steps; per-step figures from its metrics (the first step counts)."""
     settings = copy.deepcopy(train)
     settings.update(total_steps=steps, seed=seed, test_freq=steps, save_freq=steps)
-    judge = make_judge(settings["reward"])
+    judge = reward_judge(settings)
     root = workdir / f"ours_seed{seed}"
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -134,7 +141,7 @@ def run_trl(model_dir: Path, rows: dict, train: dict, steps: int, seed: int, wor
     from audiobook_rl.policy.tokenizer import prompt_ids
 
     prompts = AgentPrompts.load(*prompt_paths())
-    judge = make_judge(train["reward"])
+    judge = reward_judge(train)
     tasks = {Task.from_row(r).text: Task.from_row(r) for r in rows["train"]}
     rollout = train["rollout"]
     n, batch = rollout["n"], train["train_batch_size"]
@@ -232,7 +239,7 @@ def main() -> None:
         train["rollout"]["max_tokens"] = args.max_tokens
     steps = args.steps or train["total_steps"]
     rows = build_rows(args.novel, args.n_train, args.n_val, args.data_seed)
-    judge = make_judge(train["reward"])
+    judge = reward_judge(train)
     print(f"model {args.model}; {len(rows['train'])} train / {len(rows['val'])} held-out excerpts of {args.novel.name}; "
           f"{steps} steps; batch {train['train_batch_size']} x {train['rollout']['n']}; "
           f"rollout T {train['rollout']['temperature']} top_p {train['rollout']['top_p']} max_tokens {train['rollout']['max_tokens']}; "

@@ -24,10 +24,10 @@ DEFAULT_NOVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "shuih
 def measure(path: str) -> dict:
     from audiobook_rl.config import load_config
     from audiobook_rl.corpus import read_text, slice_text
+    from audiobook_rl.paths import CONFIG, SCHEMA
     from audiobook_rl.startup import check_corpus
 
-    repo = Path(__file__).resolve().parents[1]
-    config = load_config(repo / "config/config.yaml", repo / "config/config.schema.yaml")
+    config = load_config(CONFIG, SCHEMA)
     started = time.perf_counter()
     assert check_corpus(path, config) == []
     check_s = time.perf_counter() - started

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from audiobook_rl.paths import REPO
 STEPS = [0, 2, 4, 6]
 SLACK_S = 1.0
 OVERLAY = {

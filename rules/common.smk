@@ -1,20 +1,18 @@
 import atexit
 import glob
-import os
 import sys
 
-from audiobook_rl.config import validate_config
-from audiobook_rl.deps import imported_files
+from audiobook_rl import backends
+from audiobook_rl.config import config_digest, validate_config
+from audiobook_rl.deps import code_files
 from audiobook_rl.errors import UserError
 from audiobook_rl.failures import summary
-from audiobook_rl.preflight import check_keys
-from audiobook_rl.startup import check_corpus, check_jobs
-from audiobook_rl.training.verl_config import check_eval_steps
+from audiobook_rl.paths import SCHEMA, repo_file
+from audiobook_rl.startup import check_config, check_corpus, check_jobs
+from audiobook_rl.steps import WILDCARD
 
 try:
-    validate_config(
-        config, os.path.join(workflow.basedir, "config", "config.schema.yaml")
-    )
+    validate_config(config, SCHEMA)
 except UserError as err:
     # One sentence, no traceback: the user fixes a key, not our code.
     sys.exit(f"Error: {err}")
@@ -22,9 +20,23 @@ except UserError as err:
 # `run_name` namespaces one experiment's outputs (results/runs/<name>/..., logs/runs/<name>/...) so
 # several runs share one checkout; the LLM reply cache (llm.cache_dir) stays shared between them.
 RUNS = "results/runs"
-RUN_NAME = str(config.get("run_name") or "")  # `--config run_name=1` arrives as an int
+RUN_NAME = str(config["run_name"])  # `--config run_name=1` arrives as an int
 RESULTS = f"{RUNS}/{RUN_NAME}" if RUN_NAME else "results"
 LOGS = f"logs/runs/{RUN_NAME}" if RUN_NAME else "logs"
+CORPUS = str(repo_file(config["corpus"]))
+
+
+# One constraint for every per-step rule: a step number, or `best` (the best validation step).
+wildcard_constraints:
+    step=WILDCARD,
+
+
+# Light rules run where Snakemake runs, never as cluster jobs.
+localrules:
+    slice_corpus,
+    split_dataset,
+    report,
+    index_runs,
 
 
 def run_names():
@@ -40,52 +52,16 @@ def run_scores(run):
     return sorted(glob.glob(f"{RUNS}/{run}/eval/step_*/scores.jsonl"))
 
 
-def repo_file(path):
-    """A path from the config: as given if it exists (or is absolute), else inside the repository."""
-    if os.path.isabs(path) or os.path.exists(path):
-        return path
-    return os.path.join(workflow.basedir, path)
-
-
-if not os.path.exists(repo_file(config["corpus"])):
+if not repo_file(config["corpus"]).exists():
     sys.exit(f"Error: config key 'corpus': {config['corpus']}: no such file.")
-
 
 # Checks before any job starts (and before any request is paid for): API keys of the configured
 # backends, prompt files, evaluated steps that training actually saves, and a corpus the slicer can
 # cut. Snakemake deletes a job's old outputs when it starts it, so a bad input found by the stage
 # itself would already have cost the last run's results.
-def used_prompts():
-    """The prompt files the configured backends read, by config key (rule inputs, checked at start)."""
-    prompts = {
-        "agent.create_prompt": config["agent"]["create_prompt"],
-        "agent.rewrite_prompt": config["agent"]["rewrite_prompt"],
-    }
-    if config["label"]["backend"] != "rules":
-        prompts["label.prompt"] = config["label"]["prompt"]
-    if config["judge"]["backend"] != "rubric":
-        prompts["judge.prompt"] = config["judge"]["prompt"]
-    if config["train"]["reward"]["backend"] != "rubric":
-        prompts["train.reward.prompt"] = config["train"]["reward"]["prompt"]
-    return prompts
-
-
-def prompt(key):
-    """The prompt file of config key ``key``, as a list for a rule's input (empty when its backend reads none)."""
-    path = used_prompts().get(key)
-    return [repo_file(path)] if path else []
-
-
-_problems = check_keys(config)
-for _key, _path in used_prompts().items():
-    if not os.path.isfile(repo_file(_path)):
-        _problems.append(f"config key '{_key}': prompt file {_path} not found.")
-try:
-    check_eval_steps(config["train"], config["eval"]["steps"])
-except UserError as err:
-    _problems.append(str(err))
+_problems = check_config(config)
 if workflow.is_main_process:  # not again in each job of a cluster run
-    _problems += check_corpus(repo_file(config["corpus"]), config)
+    _problems += check_corpus(CORPUS, config)
 if _problems:
     sys.exit("Error: " + "\nError: ".join(_problems))
 
@@ -96,7 +72,7 @@ onstart:
     # whose plan a machine without GPUs may show.
     if workflow.local_exec and not workflow.touch:
         _rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
-        _problems = check_jobs(config, _rules, repo_file(config["corpus"]))
+        _problems = check_jobs(config, _rules, CORPUS)
         if _problems:
             sys.exit("Error: " + "\nError: ".join(_problems))
 
@@ -120,28 +96,65 @@ onerror:
         atexit.register(print, _summary, file=sys.stderr)
 
 
-def code(script):
-    """The package modules a stage script imports: rule inputs, so an edit reruns the stage."""
-    return imported_files(os.path.join(workflow.basedir, "scripts", script))
+def code(rule):
+    """The package modules ``rule`` runs: its script's imports and those of its configured backends.
+    Rule inputs, so an edit reruns the stage; a backend that is not configured is not one.
+    """
+    return code_files(config, rule)
 
 
-def train_gpus():
-    """GPUs of train_grpo: the verl backend uses every GPU of every node it is given."""
-    train = config["train"]
-    if train["backend"] == "verl":
-        return train["nnodes"] * train["gpus_per_node"]
-    return config["resources"]["train_grpo"]["gpu"]
+def prompts(rule):
+    """The prompt files the configured backends of ``rule`` read (rule inputs; empty for backends that read none)."""
+    return [
+        str(repo_file(path)) for path in backends.prompt_files(config, rule).values()
+    ]
 
 
-def conda_env(gpu_stack):
-    """A rule's conda environment (`--sdm conda`): the locked GPU stack (envs/gpu.yaml) for a stage
-    that runs the seed backend (verl, vLLM), else the pipeline's."""
-    return "../envs/gpu.yaml" if gpu_stack else "../envs/pipeline.yaml"
+def agent_prompt(role):
+    """The prompt file of the agent's ``role`` (create or rewrite)."""
+    return str(repo_file(config["agent"][f"{role}_prompt"]))
+
+
+def gpus(rule):
+    """GPUs of ``rule``'s job: what its configured backends take (verl: every GPU of every node)."""
+    jobs = backends.of_rule(config, rule)
+    return sum(backend.gpus(config) for _, backend, entry in jobs if entry == "run")
+
+
+def llm_api(rule):
+    """1 when a configured backend of ``rule`` calls a paid API: such jobs share `--resources llm_api=N`."""
+    return int(
+        any(backend.provider for _, backend, _ in backends.of_rule(config, rule))
+    )
+
+
+def conda_env(rule):
+    """A rule's conda environment (`--sdm conda`): the locked GPU stack (envs/gpu.yaml) when a configured
+    backend of the rule needs it (verl, vLLM), else the pipeline's."""
+    stack = any(backend.stack for _, backend, _ in backends.of_rule(config, rule))
+    return "../envs/gpu.yaml" if stack else "../envs/pipeline.yaml"
+
+
+def llm_settings(wildcards, resources):
+    """The `llm` section as a param of a rule; a function of `resources` (Snakemake does not record it), so
+    editing the client layer (concurrency, timeouts, rate limits, cache) reruns nothing.
+    """
+    return config["llm"]
+
+
+def n_runners(wildcards, resources):
+    """Rollouts at once (verl); concurrency only, not recorded, like `llm_settings`."""
+    return config["resources"]["train_grpo"]["n_runners"]
+
+
+def config_hash():
+    """Hash of the result-defining config, shown in the report's provenance."""
+    return config_digest(config)
 
 
 def eval_steps():
     """The checkpoints that are exported, generated from and judged (step 0 = the base policy)."""
-    return [0] + sorted(config.get("eval", {}).get("steps", []))
+    return [0] + sorted(config["eval"]["steps"])
 
 
 def final_outputs():

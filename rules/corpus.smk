@@ -1,7 +1,7 @@
 rule slice_corpus:
     input:
-        corpus=repo_file(config["corpus"]),
-        code=code("slice_corpus.py"),
+        corpus=CORPUS,
+        code=code("slice_corpus"),
     output:
         f"{RESULTS}/slices.jsonl",
     log:

@@ -1,18 +1,19 @@
+# step_0 is the base policy itself; every other step (a number or `best`) is exported from training.
+ruleorder: build_policy > export_checkpoint
+
+
 rule export_checkpoint:
     input:
         # the training sentinel, not the checkpoint: adding an evaluated step never retrains
         summary=f"{RESULTS}/train/summary.json",
         base=f"{RESULTS}/models/step_0",
-        code=code("export_checkpoint.py"),
+        code=code("export_checkpoint"),
     output:
         directory(f"{RESULTS}/models/step_{{step}}"),
     log:
         f"{LOGS}/export_checkpoint/step_{{step}}.log",
-    wildcard_constraints:
-        # step 0 is the base policy (rule build_policy); `best` = the best validation step
-        step=r"[1-9]\d*|best",
     conda:
-        conda_env(config["train"]["backend"] == "verl")
+        conda_env("export_checkpoint")
     params:
         train=config["train"],
     script:
@@ -23,20 +24,18 @@ rule generate:
     input:
         model=f"{RESULTS}/models/step_{{step}}",
         val=f"{RESULTS}/data/val.parquet",
-        create_prompt=repo_file(config["agent"]["create_prompt"]),
-        rewrite_prompt=repo_file(config["agent"]["rewrite_prompt"]),
-        code=code("generate.py"),
+        create_prompt=agent_prompt("create"),
+        rewrite_prompt=agent_prompt("rewrite"),
+        code=code("generate"),
     output:
         f"{RESULTS}/eval/step_{{step}}/outputs.jsonl",
     log:
         f"{LOGS}/generate/step_{{step}}.log",
-    wildcard_constraints:
-        step=r"\d+|best",
     conda:
-        conda_env(config["generate"]["backend"] == "vllm")
+        conda_env("generate")
     threads: config["resources"]["generate"]["threads"]
     resources:
-        gpu=config["resources"]["generate"]["gpu"],
+        gpu=gpus("generate"),
         mem_mb=config["resources"]["generate"]["mem_mb"],
         runtime=config["resources"]["generate"]["runtime"],
     params:

@@ -1,25 +1,20 @@
 rule judge:
     input:
         outputs=f"{RESULTS}/eval/step_{{step}}/outputs.jsonl",
-        labels=f"{RESULTS}/labels.jsonl",
-        # the rubric prompt matters only to the LLM judges
-        prompt=prompt("judge.prompt"),
-        code=code("judge.py"),
+        # the references, as training reads them
+        val=f"{RESULTS}/data/val.parquet",
+        prompt=prompts("judge"),
+        code=code("judge"),
     output:
         f"{RESULTS}/eval/step_{{step}}/scores.jsonl",
     log:
         f"{LOGS}/judge/step_{{step}}.log",
-    wildcard_constraints:
-        step=r"\d+",
     conda:
-        "../envs/pipeline.yaml"
+        conda_env("judge")
     resources:
-        # paid API stages share `--resources llm_api=N`
-        llm_api=0 if config["judge"]["backend"] == "rubric" else 1,
+        llm_api=llm_api("judge"),
     params:
         judge=config["judge"],
-        # a function of `resources`: Snakemake does not record it, so editing the llm section
-        # (concurrency, timeouts, cache) reruns nothing
-        llm=lambda wildcards, resources: config["llm"],
+        llm=llm_settings,
     script:
         "../scripts/judge.py"

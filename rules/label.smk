@@ -1,23 +1,19 @@
 rule label_slices:
     input:
         slices=f"{RESULTS}/slices.jsonl",
-        corpus=repo_file(config["corpus"]),
-        # the labeling prompt matters only to the claude backend
-        prompt=prompt("label.prompt"),
-        code=code("label_slices.py"),
+        corpus=CORPUS,
+        prompt=prompts("label_slices"),
+        code=code("label_slices"),
     output:
         f"{RESULTS}/labels.jsonl",
     log:
         f"{LOGS}/label_slices.log",
     conda:
-        "../envs/pipeline.yaml"
+        conda_env("label_slices")
     resources:
-        # paid API stages share `--resources llm_api=N`
-        llm_api=1 if config["label"]["backend"] == "claude" else 0,
+        llm_api=llm_api("label_slices"),
     params:
         label=config["label"],
-        # a function of `resources`: Snakemake does not record it, so editing the llm section
-        # (concurrency, timeouts, cache) reruns nothing
-        llm=lambda wildcards, resources: config["llm"],
+        llm=llm_settings,
     script:
         "../scripts/label_slices.py"

@@ -1,11 +1,10 @@
 rule build_policy:
     input:
-        corpus=repo_file(config["corpus"]),
-        slices=f"{RESULTS}/slices.jsonl",
+        corpus=CORPUS,
         val=f"{RESULTS}/data/val.parquet",
-        create_prompt=repo_file(config["agent"]["create_prompt"]),
-        rewrite_prompt=repo_file(config["agent"]["rewrite_prompt"]),
-        code=code("build_policy.py"),
+        create_prompt=agent_prompt("create"),
+        rewrite_prompt=agent_prompt("rewrite"),
+        code=code("build_policy"),
     output:
         directory(f"{RESULTS}/models/step_0"),
     log:

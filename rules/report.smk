@@ -1,6 +1,3 @@
-from audiobook_rl.report.provenance import config_digest
-
-
 rule report:
     input:
         metrics=f"{RESULTS}/train/metrics.jsonl",
@@ -9,8 +6,8 @@ rule report:
         policy=f"{RESULTS}/models/step_0",  # its config.json names the base policy
         outputs=expand(f"{RESULTS}/eval/step_{{step}}/outputs.jsonl", step=eval_steps()),
         scores=expand(f"{RESULTS}/eval/step_{{step}}/scores.jsonl", step=eval_steps()),
-        template=repo_file("src/audiobook_rl/report/template.html"),
-        code=code("report.py"),
+        template=str(repo_file("src/audiobook_rl/report/template.html")),
+        code=code("report"),
     output:
         f"{RESULTS}/report.html",
     log:
@@ -20,10 +17,10 @@ rule report:
     params:
         report=config["report"],
         # shown as provenance; they change results upstream, so the report reruns anyway
-        train=config.get("train", {}),
-        policy=config.get("policy", {}),
-        eval=config.get("eval", {}),
+        train=config["train"],
+        policy=config["policy"],
+        eval=config["eval"],
         steps=eval_steps(),
-        config_hash=config_digest(config),
+        config_hash=config_hash(),
     script:
         "../scripts/report.py"

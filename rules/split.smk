@@ -1,8 +1,8 @@
 rule split_dataset:
     input:
         labels=f"{RESULTS}/labels.jsonl",
-        create_prompt=repo_file(config["agent"]["create_prompt"]),
-        code=code("split_dataset.py"),
+        create_prompt=agent_prompt("create"),
+        code=code("split_dataset"),
     output:
         train=f"{RESULTS}/data/train.parquet",
         val=f"{RESULTS}/data/val.parquet",

@@ -3,7 +3,7 @@ rule index_runs:
     input:
         reports=[f"{RUNS}/{run}/report.html" for run in run_names()],
         scores=[run_scores(run) for run in run_names()],
-        code=code("index_runs.py"),
+        code=code("index_runs"),
     output:
         f"{RUNS}/index.html",
     log:

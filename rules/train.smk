@@ -3,10 +3,10 @@ rule train_grpo:
         train=f"{RESULTS}/data/train.parquet",
         val=f"{RESULTS}/data/val.parquet",
         policy=f"{RESULTS}/models/step_0",
-        create_prompt=repo_file(config["agent"]["create_prompt"]),
-        rewrite_prompt=repo_file(config["agent"]["rewrite_prompt"]),
-        reward_prompt=prompt("train.reward.prompt"),
-        code=code("train_grpo.py"),
+        create_prompt=agent_prompt("create"),
+        rewrite_prompt=agent_prompt("rewrite"),
+        reward_prompt=prompts("train_grpo"),
+        code=code("train_grpo"),
     output:
         # Sentinels only: the checkpoints (results/train/checkpoints/) must survive a failed
         # job, which Snakemake would delete if they were declared, so that a rerun resumes.
@@ -15,21 +15,17 @@ rule train_grpo:
     log:
         f"{LOGS}/train_grpo.log",
     conda:
-        conda_env(config["train"]["backend"] == "verl")
+        conda_env("train_grpo")
     threads: config["resources"]["train_grpo"]["threads"]
     resources:
-        gpu=train_gpus(),
+        gpu=gpus("train_grpo"),
         # every rollout is judged by the training reward: a paid one shares `--resources llm_api=N`
-        llm_api=0 if config["train"]["reward"]["backend"] == "rubric" else 1,
+        llm_api=llm_api("train_grpo"),
         mem_mb=config["resources"]["train_grpo"]["mem_mb"],
         runtime=config["resources"]["train_grpo"]["runtime"],
     params:
         train=config["train"],
-        # a function of `resources`: not recorded, so editing the llm section reruns nothing
-        llm=lambda wildcards, resources: config["llm"],
-        # concurrency only, like llm: not recorded, so it reruns nothing
-        n_runners=lambda wildcards, resources: config["resources"]["train_grpo"][
-            "n_runners"
-        ],
+        llm=llm_settings,
+        n_runners=n_runners,
     script:
         "../scripts/train_grpo.py"

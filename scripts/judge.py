@@ -1,12 +1,11 @@
-"""judge: results/eval/step_{N}/outputs.jsonl + results/labels.jsonl -> results/eval/step_{N}/scores.jsonl."""
+"""judge: results/eval/step_{N}/outputs.jsonl + the validation tasks -> results/eval/step_{N}/scores.jsonl."""
 
 import logging
 from pathlib import Path
 
-from audiobook_rl import llm
+from audiobook_rl import backends, llm, steps
+from audiobook_rl.dataset import read_tasks
 from audiobook_rl.files import read_jsonl, write_json, write_jsonl
-from audiobook_rl.judging import llm_judge  # noqa: F401  (the glm/openai judges: inputs of this rule)
-from audiobook_rl.judging import make_judge
 from audiobook_rl.judging.scores import score_outputs
 from audiobook_rl.stage import run
 
@@ -16,11 +15,11 @@ log = logging.getLogger("audiobook_rl.judge")
 def main(smk):
     settings = dict(smk.params.judge)
     if smk.input.prompt:  # the rule input (resolved path) of an LLM judge
-        settings["prompt"] = str(smk.input.prompt[0] if isinstance(smk.input.prompt, list) else smk.input.prompt)
-    step = smk.wildcards.step
+        settings["prompt"] = smk.input.prompt[0]
+    step = steps.parse(smk.wildcards.step)
     with llm.session(smk.params.llm, stage=f"judge step {step}") as session:
-        judge = make_judge(settings)  # a missing key fails here, before any request
-        rows = score_outputs(read_jsonl(smk.input.outputs), read_jsonl(smk.input.labels), judge, step)
+        judge = backends.get("judge", settings["backend"]).load()(settings, None)  # a missing key fails here
+        rows = score_outputs(read_jsonl(smk.input.outputs), read_tasks(smk.input.val), judge, step)
     write_jsonl(smk.output[0], rows)
     usage = Path(smk.output[0]).with_suffix(".usage.json")
     write_json(usage, session.usage.summary())

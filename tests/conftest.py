@@ -1,54 +1,26 @@
-"""Shared test helpers: the repository path and a way to run the workflow in a scratch directory."""
+"""pytest's shared fixtures and checks; shared helpers are in tests/helpers/.
+
+Two tiers: ``pytest -m "not slow"`` runs the unit tests of every module in a few minutes; the tests
+marked ``slow`` run the workflow (Snakemake) or a stage end to end.
+"""
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-SHUIHU = REPO.parent / "shared" / "data" / "shuihuzhuan.txt"  # a public-domain novel kept beside the repo, if there
-STORY = REPO / "corpus" / "story.txt"
+# Importing agentlightning (litellm) otherwise tries to download a price list: no network in tests.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-
-def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the workflow of this repository with ``workdir`` as its working directory."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    run_env = {**os.environ, **(env or {})}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return proc
+from helpers import REPO, workflow  # noqa: E402
 
 
-_JOB = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
-
-
-def planned_rules(workdir: Path, *targets: str, configfile: Path | None = None) -> set[str]:
-    """The rules a dry run would execute (``all`` excluded)."""
-    # Targets first: --configfile takes several values and would swallow them.
-    args = [*targets, "-n", "--cores", "1"]
-    if configfile:
-        args += ["--configfile", str(configfile)]
-    proc = snakemake(workdir, *args)
-    return set(_JOB.findall(proc.stdout)) - {"all"}
-
-
-def ran_rules(proc: subprocess.CompletedProcess) -> set[str]:
-    """The rules a finished (not dry) run executed, from Snakemake's job lines (``all`` excluded)."""
-    return set(_JOB.findall(proc.stdout + proc.stderr)) - {"all"}
-
-
-def write_config(workdir: Path, **sections) -> Path:
-    """A config overlay in ``workdir`` (merged over config/config.yaml by Snakemake)."""
-    path = workdir / "overlay.yaml"
-    path.write_text(yaml.safe_dump(sections, allow_unicode=True), encoding="utf-8")
-    return path
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Before the test's fixtures (a module's finished run too): only a slow test may run Snakemake.
+    workflow.IN_SLOW_TEST = item.get_closest_marker("slow") is not None
 
 
 @pytest.fixture

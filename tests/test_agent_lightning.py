@@ -3,34 +3,24 @@ loopback OpenAI-compatible server: two calls per rollout, the draft reaches rewr
 reward is the judge's score, validation decodes greedily."""
 
 import asyncio
-import os
-from pathlib import Path
 
+import agentlightning as agl
 import pytest
+from loopback import Loopback, Reply, chat_completion
+from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from audiobook_rl.agent.lightning import make_agent
+from audiobook_rl.dataset import split_rows
+from audiobook_rl.files import read_parquet_rows, write_parquet_rows
+from helpers import make_judge
+from helpers import prompts as _prompts
 
-from audiobook_rl.agent import AgentPrompts  # noqa: E402
-from audiobook_rl.dataset import split_rows  # noqa: E402
-from audiobook_rl.files import read_parquet_rows, write_parquet_rows  # noqa: E402
-from audiobook_rl.judging import make_judge  # noqa: E402
-from loopback import Loopback, Reply, chat_completion  # noqa: E402
-from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE  # noqa: E402
-
-import agentlightning as agl  # noqa: E402
-from audiobook_rl.agent_lightning import make_agent  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 DRAFT = "这不是 JSON，只是一份草稿"  # a draft that does not parse
-
-
-def _prompts():
-    return AgentPrompts.load(ROOT / "config/prompts/create.md", ROOT / "config/prompts/rewrite.md")
 
 
 def _row(tmp_path):
     """A dataset row as the verl backend hands it over: split_dataset's row after a parquet round trip."""
-    label = {"id": "s001", "text": SOURCE, "script": REFERENCE, "aliases": {}}
+    label = {"id": "s001", "text": SOURCE, "start": 0, "end": len(SOURCE), "script": REFERENCE, "aliases": {}}
     rows = split_rows([label], {"n_train": 1, "n_val": 0, "seed": 0, "data_source": "audiobook"}, _prompts().create)
     write_parquet_rows(tmp_path / "train.parquet", rows["train"])
     return read_parquet_rows(tmp_path / "train.parquet")[0]
@@ -56,7 +46,7 @@ def _run(agent, row, llm, mode):
 
 
 def test_rollout_through_agent_lightning_runner(tmp_path):
-    agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=256, val_temperature=0.0)
+    agent = make_agent(_prompts(), make_judge(), max_tokens=256, val_temperature=0.0)
     assert isinstance(agent, agl.LitAgent)
     with Loopback(_responder) as server:
         llm = agl.LLM(endpoint=server.url + "/v1", model="policy", sampling_parameters={"temperature": 0.7})
@@ -85,8 +75,8 @@ def test_rollout_through_agent_lightning_runner(tmp_path):
 
 def test_training_calls_carry_the_rollout_filters_to_the_policy_server(tmp_path):
     # verl publishes only the temperature; the agent sends top_p, and top_k in the body vLLM reads.
-    agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64, top_p=0.9, top_k=40)
-    plain = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64)
+    agent = make_agent(_prompts(), make_judge(), max_tokens=64, top_p=0.9, top_k=40)
+    plain = make_agent(_prompts(), make_judge(), max_tokens=64)
     with Loopback(_responder) as server:
         llm = agl.LLM(endpoint=server.url + "/v1", model="policy", sampling_parameters={"temperature": 0.7})
         _run(agent, _row(tmp_path), llm, "train")
@@ -96,7 +86,7 @@ def test_training_calls_carry_the_rollout_filters_to_the_policy_server(tmp_path)
 
 
 def test_rollout_reward_is_zero_for_an_unreadable_final_script(tmp_path):
-    agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64)
+    agent = make_agent(_prompts(), make_judge(), max_tokens=64)
 
     with Loopback(lambda kind, body, n: Reply(body=chat_completion(DRAFT))) as server:
         llm = agl.LLM(endpoint=server.url + "/v1", model="policy")
@@ -111,7 +101,7 @@ class FlakyJudge:
     def __init__(self, failures: int):
         from audiobook_rl.judging import failure
 
-        self.rubric, self.failures, self.calls, self.failure = make_judge({"backend": "rubric"}), failures, 0, failure
+        self.rubric, self.failures, self.calls, self.failure = make_judge(), failures, 0, failure
 
     def score(self, *args, **kwargs):
         self.calls += 1
@@ -125,7 +115,7 @@ def _reference_server():
 
 
 def test_a_judge_failure_is_asked_again_within_the_rollout(tmp_path, monkeypatch):
-    from audiobook_rl import agent_lightning
+    from audiobook_rl.agent import lightning as agent_lightning
 
     monkeypatch.setattr(agent_lightning, "JUDGE_WAIT_S", 0.01)
     judge = FlakyJudge(failures=2)
@@ -137,7 +127,7 @@ def test_a_judge_failure_is_asked_again_within_the_rollout(tmp_path, monkeypatch
 
 
 def test_a_judge_that_keeps_failing_gives_no_reward_never_a_zero(tmp_path, monkeypatch):
-    from audiobook_rl import agent_lightning
+    from audiobook_rl.agent import lightning as agent_lightning
 
     monkeypatch.setattr(agent_lightning, "JUDGE_WAIT_S", 0.01)
     judge = FlakyJudge(failures=10**6)
@@ -146,12 +136,12 @@ def test_a_judge_that_keeps_failing_gives_no_reward_never_a_zero(tmp_path, monke
         rollout, spans = _run(agent, _row(tmp_path), agl.LLM(endpoint=server.url + "/v1", model="policy"), "train")
     assert rollout.status == "succeeded" and judge.calls > 1
     # no reward span at all: Agent Lightning reports the rollout without a reward, and the verl
-    # backend's daemon drops its task's group (tests/test_verl_daemon.py) instead of scoring 0
+    # backend's daemon drops its task's group (tests/test_training_verl_daemon.py) instead of scoring 0
     assert agl.find_final_reward(spans) is None
 
 
 def test_a_call_longer_than_the_policy_servers_context_is_skipped_not_sent(tmp_path):
-    from audiobook_rl.agent_lightning import ContextLimit
+    from audiobook_rl.agent.lightning import ContextLimit
     from audiobook_rl.policy.tokenizer import prompt_ids, train_tokenizer
 
     tokenizer = train_tokenizer([SOURCE, REFERENCE_JSON] * 4, vocab_size=400)
@@ -160,13 +150,13 @@ def test_a_call_longer_than_the_policy_servers_context_is_skipped_not_sent(tmp_p
     with _reference_server() as server:
         llm = agl.LLM(endpoint=server.url + "/v1", model="policy")
         # the create call itself would not fit: nothing is sent
-        agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64,
+        agent = make_agent(_prompts(), make_judge(), max_tokens=64,
                            limit=ContextLimit(tokenizer, create_tokens + 63))
         rollout, spans = _run(agent, row, llm, "train")
         assert server.requests == [] and rollout.status == "succeeded"
         assert agl.find_final_reward(spans) is None
         # create fits, the rewrite (which carries the draft) does not: one call, no reward
-        agent = make_agent(_prompts(), make_judge({"backend": "rubric"}), max_tokens=64,
+        agent = make_agent(_prompts(), make_judge(), max_tokens=64,
                            limit=ContextLimit(tokenizer, create_tokens + 64))
         rollout, spans = _run(agent, row, llm, "train")
         assert len(server.requests) == 1 and agl.find_final_reward(spans) is None

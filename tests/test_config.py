@@ -11,7 +11,7 @@ import yaml
 
 from audiobook_rl.config import validate_config
 from audiobook_rl.errors import UserError
-from conftest import REPO
+from helpers import REPO
 
 SCHEMA_PATH = REPO / "config/config.schema.yaml"
 SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ import pytest
 from audiobook_rl.corpus import Sentences, count_slices, quote_balanced, read_text, slice_text
 from audiobook_rl.errors import UserError
 
-from conftest import SHUIHU, STORY
+from helpers import SHUIHU, STORY
 
 SETTINGS = dict(n=20, min_chars=100, max_chars=200, seed=2024)
 

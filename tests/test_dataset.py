@@ -5,20 +5,20 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from audiobook_rl.dataset import split_rows
+from audiobook_rl.dataset import Task, read_tasks, split_rows
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_parquet_rows, write_parquet_rows
 from audiobook_rl.prompts import load_prompt
 from audiobook_rl.script import from_dicts
-
-from conftest import REPO
+from helpers import REPO
 
 SETTINGS = {"n_train": 16, "n_val": 4, "seed": 7, "data_source": "audiobook"}
 SCRIPT = [{"speaker": "旁白", "content": "雪停了。", "tone": "平静", "intensity": 1, "delay": 800}]
 
 
 def labels(n=20):
-    return [{"id": f"s{i:03d}", "text": f"第{i}段。", "script": SCRIPT, "aliases": {"孤雁刀": "裴寒山"}} for i in range(n)]
+    return [{"id": f"s{i:03d}", "text": f"第{i}段。", "start": 10 * i, "end": 10 * i + 4, "script": SCRIPT,
+             "aliases": {"孤雁刀": "裴寒山"}} for i in range(n)]
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,19 @@ def test_parquet_rows_read_back_as_plain_values(tmp_path, prompt):
     assert from_dicts(json.loads(row["reward_model"]["ground_truth"]))[0].content == "雪停了。"
     assert row["extra_info"]["split"] == "train" and row["extra_info"]["index"] == 0
     assert json.loads(row["extra_info"]["aliases"]) == {"孤雁刀": "裴寒山"}
+
+
+def test_a_task_carries_what_the_later_stages_read(tmp_path, prompt):
+    # The references the judge and training score against, the aliases as one type (a dict), and the
+    # source offsets the base policy's warm start keeps away from: no stage goes back to the labels.
+    rows = split_rows(labels(), SETTINGS, prompt)
+    write_parquet_rows(tmp_path / "val.parquet", rows["val"])
+    tasks = read_tasks(tmp_path / "val.parquet")
+    assert tasks == [Task.from_row(r) for r in rows["val"]]
+    first = tasks[0]
+    i = int(first.id[1:])
+    assert (first.text, first.start, first.end) == (f"第{i}段。", 10 * i, 10 * i + 4)
+    assert first.reference == from_dicts(SCRIPT) and first.aliases == {"孤雁刀": "裴寒山"}
 
 
 def test_too_few_labels_name_the_keys(prompt):

@@ -11,7 +11,8 @@ import pytest
 from audiobook_rl.errors import UserError
 from audiobook_rl.failures import sentences, summary
 from audiobook_rl.stage import run
-from conftest import STORY, snakemake, write_config
+from helpers import STORY
+from helpers.workflow import snakemake, write_config
 
 
 def stage_log(tmp_path, error: Exception) -> str:

@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from audiobook_rl.preflight import FLASH_ATTN_INSTALL, check_training_stack
-from conftest import REPO
+from helpers import REPO
 
 LOCK, REQUIRES = REPO / "requirements" / "gpu.lock", REPO / "requirements" / "gpu.lock.json"
 GPU_TXT, PYPROJECT = REPO / "requirements" / "gpu.txt", REPO / "pyproject.toml"

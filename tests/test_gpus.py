@@ -19,8 +19,8 @@ import pytest
 from audiobook_rl import gpus
 from audiobook_rl.errors import UserError
 from audiobook_rl.preflight import VERL_GPUS_FIX
-from conftest import snakemake, write_config
-from grpo_helpers import TINY_POLICY
+from helpers.workflow import snakemake, write_config
+from helpers.policy import TINY_POLICY
 
 CLAIMER = """
 import os, sys
@@ -170,6 +170,7 @@ def test_no_gpu_asked_claims_nothing(machine):
     assert not Path(os.environ[gpus.LOCK_DIR_ENV]).exists()
 
 
+@pytest.mark.slow  # runs Snakemake
 def test_a_gpu_job_on_a_machine_without_gpus_stops_the_run_before_any_job(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")  # no nvidia-smi
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

@@ -5,9 +5,9 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from audiobook_rl.errors import UserError
-from audiobook_rl.policy import copy_pretrained
+from audiobook_rl.policy.build import copy_pretrained
 
-from grpo_helpers import shared_tiny_policy
+from helpers.policy import shared_tiny_policy
 
 
 def test_a_local_model_is_copied_with_identical_weights(tmp_path_factory, tmp_path):

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import report_helpers as fx
+from helpers import report_run as fx
 from audiobook_rl.report import make_report
 from audiobook_rl.report.checkpoints import checkpoint_rows
 from audiobook_rl.report import stats
 from audiobook_rl.report.load import load_run, read_metrics
-from audiobook_rl.report.provenance import code_version, config_digest
+from audiobook_rl.config import config_digest
+from audiobook_rl.report.provenance import code_version
 
 TRAIN = {"backend": "local", "rollout": {"n": 4}, "clip_ratio_high": 0.3, "api_key": "sk-should-not-show"}
 
@@ -206,6 +207,21 @@ def test_a_checkpoint_whose_outputs_ignore_their_input_is_never_an_improvement(t
     assert 'class="v down"' in tile and "outputs ignore their input" in tile
 
 
+def test_the_baseline_is_never_the_best_checkpoint(tmp_path):
+    # Every trained checkpoint below the baseline: the best is still a trained one (steps.best_step),
+    # and the headline says that none beat the baseline.
+    paths = fx.write_run(tmp_path, steps=(0, 10, 20))
+    rewrite_step(paths, 0, [0.50, 0.50, 0.50, 0.50])
+    rewrite_step(paths, 10, [0.30, 0.30, 0.30, 0.30])
+    rewrite_step(paths, 20, [0.40, 0.40, 0.40, 0.40])
+    html = render(paths)
+    headline = re.search(r'<p class="headline (\w+)">(.*?)</p>', html).groups()
+    assert headline == ("neutral", "No checkpoint beat the baseline (step 0), which scored 0.500 on the validation set "
+                        "(n = 4); the best trained checkpoint, step 20, scored 0.400: -0.100 (95% paired interval "
+                        "-0.100 to -0.100), -20.0% relative.")
+    assert Page(html).row("step 20 ★ best") and "base (0) ★" not in html
+
+
 def test_headline_says_no_clear_change_when_the_paired_interval_includes_0(tmp_path):
     paths = fx.write_run(tmp_path, steps=(0, 10))
     rewrite_step(paths, 0, [0.30, 0.50, 0.40, 0.60])
@@ -322,7 +338,7 @@ def test_every_judge_call_failed(tmp_path):
         rows = [json.loads(line) for line in Path(scores).read_text(encoding="utf-8").splitlines()]
         scores.write_text("".join(json.dumps({**r, "overall": None, "scores": {}, "error": "HTTP 500"}) + "\n" for r in rows), encoding="utf-8")
     html = render(paths)
-    assert "No checkpoint could be scored" in html
+    assert "No trained checkpoint could be scored" in html
     assert "8 judge failure(s)" in html
 
 
@@ -332,7 +348,7 @@ def test_unreadable_lines_and_missing_files_are_named(tmp_path):
         f.write("{not json\n")
     Path(paths["evals"][30][0]).unlink()
     html = render(paths)
-    assert "line 32 is not JSON; skipped." in html
+    assert "line 32 is not a JSON object; skipped." in html
     assert "step_30/outputs.jsonl is missing" in html
     assert "No output for this slice at this step." in html
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageChops
 
-import report_browser
-import report_helpers as fx
+from helpers import browser as report_browser
+from helpers import report_run as fx
 from audiobook_rl.report import fonts, make_report
 
 

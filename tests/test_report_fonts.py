@@ -16,8 +16,8 @@ import re
 import pytest
 from fontTools.ttLib import TTFont
 
-import report_browser
-import report_helpers as fx
+from helpers import browser as report_browser
+from helpers import report_run as fx
 from audiobook_rl.report import fonts, make_report
 
 FACE = re.compile(r'@font-face \{ font-family: "audiobook-rl CJK"; unicode-range: ([^;]+); src: url\(data:font/woff2;base64,([A-Za-z0-9+/=]+)\) format\("woff2"\); \}')

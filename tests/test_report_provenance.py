@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-import report_helpers as fx
+from helpers import report_run as fx
 from audiobook_rl.config import load_config
 from audiobook_rl.report import make_report
-from conftest import REPO
+from helpers import REPO
 
 
 def settings_table(html: str) -> str:

@@ -10,12 +10,13 @@ import copy
 
 import pytest
 
+from audiobook_rl import preflight
 from audiobook_rl.config import load_config
 from audiobook_rl.corpus import read_text, slice_text
 from audiobook_rl.errors import UserError
 from audiobook_rl.startup import check_corpus, check_jobs, usable_gpus
-from conftest import REPO, STORY
-from trust_helpers import BAD_CORPORA
+from helpers import REPO, STORY
+from helpers.workflow import BAD_CORPORA
 
 CONFIG = load_config(REPO / "config/config.yaml", REPO / "config/config.schema.yaml")
 
@@ -57,13 +58,15 @@ def test_the_warm_start_of_a_built_policy_needs_its_own_excerpts(tmp_path):
     assert check_jobs(CONFIG, {"report"}, corpus, count=lambda: 0) == []
 
 
-def test_verl_on_a_machine_without_gpus_names_the_cpu_backend_not_a_zero():
+def test_verl_on_a_machine_without_gpus_names_the_cpu_backend_not_a_zero(monkeypatch):
+    monkeypatch.setattr(preflight, "installed", lambda name: None)  # the GPU stack missing, whatever is installed
     verl = {**CONFIG, "train": {**CONFIG["train"], "backend": "verl"}}
     problems = check_jobs(verl, {"train_grpo"}, STORY, count=lambda: 0)
     [gpu] = [p for p in problems if "train.gpus_per_node" in p]
     assert gpu == ("config key 'train.gpus_per_node' needs 2 GPU(s) on this node but 0 are visible; run where that "
                    "many GPUs are visible, or train on the CPU with train.backend: local.")
-    assert any("vllm" in p for p in problems)  # this CPU environment lacks the GPU stack, too
+    assert any("vllm" in p for p in problems)  # the GPU stack is named, too
+    # exporting (verl's merger) runs on the CPU
     assert check_jobs(verl, {"export_checkpoint", "judge", "report"}, STORY, count=lambda: 0) == []
 
 
@@ -77,7 +80,8 @@ def test_a_gpu_job_on_a_machine_without_gpus_is_named(rule, section):
     assert check_jobs(config, {rule}, STORY, count=lambda: 1) == []
 
 
-def test_vllm_generation_needs_its_package_and_a_gpu():
+def test_vllm_generation_needs_its_package_and_a_gpu(monkeypatch):
+    monkeypatch.setattr(preflight, "installed", lambda name: None)  # vLLM missing, whatever is installed here
     config = copy.deepcopy(CONFIG)
     config["generate"]["backend"] = "vllm"
     problems = check_jobs(config, {"generate"}, STORY, count=lambda: 0)

@@ -2,11 +2,16 @@
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from audiobook_rl.files import read_parquet_rows
-from conftest import REPO, STORY, planned_rules, snakemake, write_config
+from helpers import REPO, STORY
+from helpers.workflow import command, planned_rules, snakemake, write_config
+
+pytestmark = pytest.mark.slow
 
 TARGET = "results/data/val.parquet"
 
@@ -124,10 +129,7 @@ def test_text_without_dialogue_is_sliced_with_a_warning(workdir):
 
 
 def test_lint_and_format_are_clean():
-    import subprocess
-    import sys
-
-    lint = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)], capture_output=True, text=True)
+    lint = subprocess.run(command(REPO, "--lint"), capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules/"], cwd=REPO, capture_output=True, text=True)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr

@@ -41,9 +41,9 @@ def _read_input(name: str) -> str:
 
 def _config(overlays: list[str]) -> dict:
     from .config import load_config
-    from .llm import repo_path
+    from .paths import CONFIG
 
-    return load_config(repo_path("config/config.yaml"), repo_path("config/config.schema.yaml"), overlays)
+    return load_config(CONFIG, overlays=overlays)
 
 
 def _read_file(name: str, what: str) -> str:
@@ -54,23 +54,21 @@ def _read_file(name: str, what: str) -> str:
 
 
 def cmd_label(args: argparse.Namespace) -> int:
-    from . import llm
+    from . import backends, llm
     from .corpus import Slice
-    from .labeling import make_labeler
 
     text = _read_input(args.file)
     config = _config(args.config)
     settings = {**config["label"], **({"backend": args.backend} if args.backend else {})}
     with llm.session(config["llm"], stage="label (command line)"):
-        labeler = make_labeler(settings)
+        labeler = backends.get("label", settings["backend"]).load()(settings, None)
         [script] = labeler.label([Slice("cli", text, 0, len(text))])
     print(json.dumps([s.to_dict() for s in script], ensure_ascii=False, indent=None if args.compact else 2))
     return 0
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from . import llm
-    from .judging import make_judge
+    from . import backends, llm
 
     config = _config(args.config)
     settings = {**config["judge"], **({"backend": args.backend} if args.backend else {})}
@@ -84,7 +82,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     candidate = _read_file(args.candidate, "the candidate output")
     aliases = json.loads(_read_file(args.aliases, "the aliases")) if args.aliases else None
     with llm.session(config["llm"], stage="judge (command line)"):
-        judge = make_judge(settings)
+        judge = backends.get("judge", settings["backend"]).load()(settings, None)
         try:
             verdict = judge.score(source, reference, candidate, aliases)
         except (ValueError, TypeError) as err:

@@ -1,14 +1,24 @@
-"""Validating the workflow config against ``config/config.schema.yaml``, defaults filled in."""
+"""The workflow config: validated against ``config/config.schema.yaml``, which holds every default.
+
+Code reads a validated config (or section) and never states a default of its own: a stage gets its
+section from the workflow, the command line reads config/config.yaml, and code run outside both
+(benchmarks, tests) fills a partial section with :func:`section`.
+"""
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
+import hashlib
+import json
 from pathlib import Path
 
 import yaml
 from jsonschema import Draft202012Validator, validators
 
 from .errors import UserError
+from .paths import SCHEMA
 
 
 def _with_defaults(cls):
@@ -31,7 +41,7 @@ def _copy(value):
 _Validator = _with_defaults(Draft202012Validator)
 
 
-def validate_config(config: dict, schema_path: str | Path) -> dict:
+def validate_config(config: dict, schema_path: str | Path = SCHEMA) -> dict:
     """Fill in defaults and check types and ranges; raise one sentence naming the first bad key."""
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     _coerce_scalars(config, schema)
@@ -97,19 +107,21 @@ def _coerce_scalars(config: dict, schema: dict) -> None:
 
 
 def _check_ranges(config: dict) -> None:
-    s = config.get("slice", {})
-    if s.get("min_chars", 0) > s.get("max_chars", 0):
+    """What the schema cannot say (it has filled in every default by now)."""
+    s = config["slice"]
+    if s["min_chars"] > s["max_chars"]:
         raise UserError("config keys 'slice.min_chars' and 'slice.max_chars': the minimum is above the maximum.")
-    split = config.get("split", {})
-    if "n_train" in split and "n_val" in split and "n_slices" in s:
-        wanted = split["n_train"] + split["n_val"]
-        if wanted > s["n_slices"]:
-            raise UserError(
-                f"config keys 'split.n_train' + 'split.n_val' ({wanted}) exceed 'slice.n_slices' ({s['n_slices']})."
-            )
+    wanted = config["split"]["n_train"] + config["split"]["n_val"]
+    if wanted > s["n_slices"]:
+        raise UserError(
+            f"config keys 'split.n_train' + 'split.n_val' ({wanted}) exceed 'slice.n_slices' ({s['n_slices']})."
+        )
+    for key, judge in (("judge", config["judge"]), ("train.reward", config["train"]["reward"])):
+        if sum(judge["weights"].values()) <= 0:
+            raise UserError(f"config key '{key}.weights': weights must be non-negative and not all zero.")
 
 
-def load_config(path: str | Path, schema_path: str | Path, overlays: list[str | Path] = ()) -> dict:
+def load_config(path: str | Path, schema_path: str | Path = SCHEMA, overlays: list[str | Path] = ()) -> dict:
     """Read a config file (plus overlays, merged section by section) and validate it."""
     config: dict = {}
     for p in [path, *overlays]:
@@ -131,3 +143,36 @@ def merge(base: dict, update: dict) -> dict:
         else:
             base[key] = value
     return base
+
+
+@functools.cache
+def _defaults() -> dict:
+    return validate_config({})
+
+
+def section(key: str, values: dict | None = None) -> dict:
+    """Config section ``key`` (dotted: ``train.reward``) with ``values`` over the schema's defaults,
+    validated: what a stage would be handed, for code that runs outside the workflow."""
+    config: dict = {}
+    here = config
+    *parents, last = key.split(".")
+    for part in parents:
+        here = here.setdefault(part, {})
+    here[last] = copy.deepcopy(values or {})
+    validated = validate_config(config) if values else copy.deepcopy(_defaults())
+    for part in key.split("."):
+        validated = validated[part]
+    return validated
+
+
+# Top-level config keys that never change results; the config hash covers everything else.
+# ``report`` only changes how results are shown, ``llm`` holds request knobs (concurrency, retries,
+# timeouts, cache), ``resources`` where jobs run, ``run_name`` only where results are written.
+NOT_HASHED = ("report", "llm", "run_name", "resources")
+
+
+def config_digest(config: dict) -> str:
+    """SHA-256 (first 16 hex digits) of the result-defining config, canonical JSON, sorted keys."""
+    part = {k: v for k, v in config.items() if k not in NOT_HASHED}
+    text = json.dumps(part, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

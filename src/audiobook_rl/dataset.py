@@ -1,12 +1,54 @@
-"""The train/validation split, as parquet rows that Agent Lightning and verl read directly."""
+"""The train/validation split, as parquet rows that Agent Lightning and verl read directly.
+
+A row carries everything the later stages need, so data flows one way (labels → parquet → policy,
+training, generation, judging): the create role's messages (``prompt``), the reference script
+(``reward_model.ground_truth``, JSON text) and, in ``extra_info``, the slice's id, text, source
+offsets (``start``/``end``: the base policy's warm start avoids the validation text) and aliases.
+Aliases map a name's other names to the name (``{"黑旋风": "李逵"}``); they are a dict everywhere in
+the package, and JSON text only inside the parquet file (a table column cannot hold maps with
+different keys): :meth:`Task.from_row` is the one place that reads them back.
+"""
 
 from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 
 from .errors import UserError
+from .files import read_parquet_rows
 from .prompts import Prompt
+from .script import Segment, from_dicts
+
+
+@dataclass(frozen=True)
+class Task:
+    """One excerpt to adapt, with its reference script: a row of results/data/*.parquet."""
+
+    id: str
+    text: str
+    reference: list[Segment]
+    aliases: dict[str, str]
+    start: int = 0  # offsets of the excerpt in the corpus
+    end: int = 0
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Task":
+        """Read a dataset row as written by split_dataset (also as verl's dataset hands it over)."""
+        extra = row["extra_info"]
+        return cls(
+            id=str(extra["slice_id"]),
+            text=str(extra["text"]),
+            reference=from_dicts(json.loads(row["reward_model"]["ground_truth"])),
+            aliases=json.loads(extra["aliases"]),
+            start=int(extra["start"]),
+            end=int(extra["end"]),
+        )
+
+
+def read_tasks(path) -> list[Task]:
+    """The tasks of a parquet file written by split_dataset, in row order."""
+    return [Task.from_row(row) for row in read_parquet_rows(path)]
 
 
 def split_rows(labels: list[dict], settings: dict, create_prompt: Prompt) -> dict[str, list[dict]]:
@@ -44,6 +86,8 @@ def _row(label: dict, split: str, index: int, settings: dict, create_prompt: Pro
             "split": split,
             "slice_id": label["id"],
             "text": label["text"],
-            "aliases": json.dumps(label.get("aliases", {}), ensure_ascii=False),
+            "start": label["start"],
+            "end": label["end"],
+            "aliases": json.dumps(label["aliases"], ensure_ascii=False),
         },
     }

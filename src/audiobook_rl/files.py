@@ -1,4 +1,5 @@
-"""Writing outputs so that a crash never leaves a half-written file that looks finished."""
+"""Reading and writing the pipeline's files: outputs are written so that a crash never leaves a
+half-written file that looks finished; JSON lines have one reader."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from .errors import UserError
 
 
 @contextmanager
@@ -57,9 +60,30 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
     write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+def read_jsonl(path: str | Path, problems: list[str] | None = None) -> list[dict]:
+    """The JSON objects of a .jsonl file, one per non-empty line: the one reader of every stage.
+
+    A line that is not a JSON object stops a stage with one sentence naming the file and line; with
+    ``problems`` (a list) it is skipped and described there instead, for readers that must get
+    through what a killed run leaves behind (a last line cut short).
+    """
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                row = None
+            if isinstance(row, dict):
+                rows.append(row)
+                continue
+            problem = f"{path} line {n} is not a JSON object"
+            if problems is None:
+                raise UserError(f"{problem}; rerun the stage that wrote it.")
+            problems.append(f"{problem}; skipped.")
+    return rows
 
 
 # Parquet is read and written by path, in the calling thread. Handing Arrow a Python file object

@@ -1,123 +1,18 @@
-"""Serving the agent's chat calls from a local Hugging Face policy, in batches.
-
-:class:`HFChat` is the agent's :class:`~audiobook_rl.agent.ChatClient` for the local GRPO backend
-and for the ``hf`` backend of the ``generate`` stage. It decodes with
-:class:`~audiobook_rl.decoding.StaticDecoder` (static cache, CUDA graphs on a GPU) where the model's
-architecture allows, else with ``transformers``' ``generate``. It records the prompt and response
-token ids of each call, which is what training needs. Backends of the ``generate`` stage are
-looked up by name in :data:`BACKENDS` (``vllm`` is added beside ``hf``).
-"""
+"""The ``generate`` stage: the agent (create → rewrite) on every validation task, with a checkpoint's
+policy served by the configured chat client (:mod:`.agent.hf_chat` or :mod:`.agent.vllm_chat`)."""
 
 from __future__ import annotations
 
-import logging
-from typing import Callable
-
 import torch
 
-from .agent import AgentPrompts, Reply, Task, run_episodes
-from .decoding import Sampling, StaticDecoder, supports
-from .errors import UserError
-from .policy.tokenizer import prompt_ids
-
-log = logging.getLogger(__name__)
+from .agent.episode import AgentPrompts, ChatClient, run_episodes
+from .dataset import Task
 
 
-class HFChat:
-    """Chat completions from ``model`` (left-padded batches of at most ``batch_size`` conversations)."""
-
-    def __init__(self, model, tokenizer, *, batch_size: int = 64):
-        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.decoder = StaticDecoder(model) if supports(model) else None
-        self.stop_ids = stop_ids(model, tokenizer)
-        self.generated_tokens = 0
-
-    def chat(self, messages: list[dict], **sampling) -> Reply:
-        return self.chat_batch([messages], **sampling)[0]
-
-    @torch.no_grad()
-    def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int, top_p: float = 1.0,
-                   top_k: int = 0) -> list[Reply]:
-        prompts = [prompt_ids(self.tokenizer, m) for m in batch]
-        sampling = Sampling(temperature, top_p, top_k)
-        replies: list[Reply] = []
-        was_training = self.model.training
-        self.model.eval()
-        for i in range(0, len(prompts), self.batch_size):
-            part = prompts[i : i + self.batch_size]
-            if self.decoder is not None:
-                rows = self.decoder.generate(part, max_new_tokens=max_tokens, sampling=sampling,
-                                             stop_ids=self.stop_ids, pad_id=self.tokenizer.pad_token_id)
-            else:
-                rows = self._hf_generate(part, sampling, max_tokens)
-            for p, row in zip(part, rows):
-                self.generated_tokens += len(row)
-                replies.append(Reply(self.tokenizer.decode(row, skip_special_tokens=True), list(p), row))
-        self.model.train(was_training)
-        return replies
-
-    def _hf_generate(self, prompts: list[list[int]], sampling: Sampling, max_tokens: int) -> list[list[int]]:
-        """``transformers``' ``generate`` for architectures the static decoder does not cover."""
-        tok, device = self.tokenizer, self.model.device
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), tok.pad_token_id, dtype=torch.long)
-        attention = torch.zeros_like(ids)
-        for i, p in enumerate(prompts):  # left padding: every row's last token is its prompt's last
-            ids[i, width - len(p) :] = torch.tensor(p)
-            attention[i, width - len(p) :] = 1
-        if sampling.temperature > 0:
-            options = {"do_sample": True, "temperature": sampling.temperature, "top_k": sampling.top_k, "top_p": sampling.top_p}
-        else:
-            options = {"do_sample": False}
-        out = self.model.generate(
-            input_ids=ids.to(device), attention_mask=attention.to(device), max_new_tokens=max_tokens,
-            eos_token_id=sorted(self.stop_ids), pad_token_id=tok.pad_token_id, **options,
-        )
-        rows = []
-        for row in out[:, width:].tolist():
-            # Keep the response up to and including the first end-of-turn token (it is trained too).
-            end = next((j for j, t in enumerate(row) if t in self.stop_ids), None)
-            rows.append(row[: end + 1] if end is not None else row)
-        return rows
-
-
-def stop_ids(model, tokenizer) -> set[int]:
-    """Tokens that end a reply: the tokenizer's end of turn and the model's end-of-sequence ids."""
-    ids = {tokenizer.eos_token_id}
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
-    return {i for i in ids if i is not None}
-
-
-def _hf(model_dir: str, settings: dict, device: str):
-    from .policy import load_policy
-
-    model, tokenizer = load_policy(model_dir, device)
-    return HFChat(model, tokenizer, batch_size=settings.get("batch_size", 64))
-
-
-# name -> factory(model_dir, generate settings, device) -> ChatClient
-def _vllm(model_dir: str, settings: dict, device: str):
-    from .generation_vllm import make_client
-
-    return make_client(model_dir, settings, device)
-
-
-BACKENDS: dict[str, Callable] = {"hf": _hf, "vllm": _vllm}
-
-
-def generate_outputs(model_dir: str, rows: list[dict], prompts: AgentPrompts, settings: dict, step, device: str = "cpu") -> list[dict]:
-    """Run the agent (create → rewrite) on every row with the policy in ``model_dir``.
-
-    Returns one results/eval/step_N/outputs.jsonl record per row, in row order.
-    """
-    name = settings.get("backend", "hf")
-    if name not in BACKENDS:
-        raise UserError(f"config key 'generate.backend' is {name!r}; choose one of {sorted(BACKENDS)}.")
-    client = BACKENDS[name](model_dir, settings, device)
-    tasks = [Task.from_row(r) for r in rows]
-    if settings.get("seed") is not None:
-        torch.manual_seed(settings["seed"])
+def generate_outputs(client: ChatClient, tasks: list[Task], prompts: AgentPrompts, settings: dict, step) -> list[dict]:
+    """One results/eval/step_N/outputs.jsonl record per task, in task order (``settings``: the
+    ``generate`` section; ``step``: a number or ``best``)."""
+    torch.manual_seed(settings["seed"])  # sampling, when temperature > 0
     episodes = run_episodes(tasks, client, prompts, temperature=settings["temperature"], max_tokens=settings["max_tokens"],
                             top_p=settings["top_p"], top_k=settings["top_k"])
     return [e.output_record(step) for e in episodes]

@@ -1,9 +1,14 @@
 """Checks before anything expensive starts: API keys, GPUs and the pinned GPU stack.
 
-Each check returns a list of problems, one sentence each, so a user fixes all of them in one go;
+What to check comes from the backends' declarations (:mod:`audiobook_rl.backends`): the provider
+whose key a backend needs, the GPU stack it needs, the config keys that set its GPUs. Each check
+returns a list of problems, one sentence each, so a user fixes all of them in one go;
 :func:`require` turns a non-empty list into a :class:`UserError`. The workflow checks keys when it
-starts (cheap, no imports); the seed-backend stages (verl training, vLLM generation) check GPUs and
-package versions in their first second, before loading a model.
+starts (cheap, no imports) and the jobs about to run before the first one starts
+(:mod:`audiobook_rl.startup`); the seed-backend stages (verl training, vLLM generation) check GPUs
+and package versions again in their first second, before loading a model. Package versions and
+GPUs are looked up when a check runs (:func:`installed`, :func:`gpu_count`), so a test can stand in
+for either.
 """
 
 from __future__ import annotations
@@ -14,18 +19,10 @@ from typing import Callable, Mapping
 
 from packaging.version import Version
 
+from . import backends
 from .errors import UserError
+from .gpus import CPU_FIX, cuda_device_count
 
-# (config section, backend) -> the provider whose key it needs; the variable holding each provider's
-# key is config key 'llm.key_env' (these are its defaults).
-PROVIDERS = {
-    ("label", "claude"): "anthropic",
-    ("judge", "glm"): "zhipuai",
-    ("judge", "openai"): "openai",
-    ("train.reward", "glm"): "zhipuai",
-    ("train.reward", "openai"): "openai",
-}
-KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "zhipuai": "ZHIPUAI_API_KEY", "openai": "OPENAI_API_KEY"}
 INSTALL = "install the GPU environment (envs/gpu.yaml, or pip install -r requirements/gpu.lock)"
 FLASH_ATTN_INSTALL = "install it after torch with: pip install flash-attn==2.8.3 --no-build-isolation"
 VLLM_MIN, VLLM_BELOW = Version("0.10.2"), Version("0.11")
@@ -47,8 +44,6 @@ def installed(name: str) -> str | None:
 def gpu_count() -> int:
     """CUDA devices visible to this process (0 without torch or CUDA), counted without starting CUDA."""
     try:
-        from .gpus import cuda_device_count
-
         return cuda_device_count()
     except ImportError:
         return 0
@@ -57,21 +52,24 @@ def gpu_count() -> int:
 def check_keys(config: dict, env: Mapping[str, str] | None = None) -> list[str]:
     """The API keys the configured backends need but the environment lacks (values never shown)."""
     env = os.environ if env is None else env
-    key_env = {**KEY_ENV, **config.get("llm", {}).get("key_env", {})}
     problems = []
-    sections = {name: config.get(name, {}) for name in ("label", "judge")}
-    sections["train.reward"] = config.get("train", {}).get("reward", {})
-    for (section, backend), provider in PROVIDERS.items():
-        var = key_env.get(provider)
-        if var and sections.get(section, {}).get("backend") == backend and not env.get(var, "").strip():
+    for section in backends.REGISTRY:
+        backend = backends.configured(config, section)
+        var = config["llm"]["key_env"][backend.provider] if backend.provider else None
+        if var and not env.get(var, "").strip():
             problems.append(
-                f"config key '{section}.backend' is '{backend}' but {var} is not set; export it "
+                f"config key '{section}.backend' is '{backend.name}' but {var} is not set; export it "
                 f"(the key is read from the environment only) or choose another backend."
             )
     return problems
 
 
-def check_vllm(version: Callable[[str], str | None] = installed) -> list[str]:
+def _lookup(version: Callable[[str], str | None] | None) -> Callable[[str], str | None]:
+    return version or installed  # looked up now: a test may stand in for it
+
+
+def check_vllm(version: Callable[[str], str | None] | None = None) -> list[str]:
+    version = _lookup(version)
     v = version("vllm")
     if v is None:
         return [f"vllm is not installed; {INSTALL}."]
@@ -83,16 +81,17 @@ def check_vllm(version: Callable[[str], str | None] = installed) -> list[str]:
     return []
 
 
-def check_flash_attn(version: Callable[[str], str | None] = installed) -> list[str]:
+def check_flash_attn(version: Callable[[str], str | None] | None = None) -> list[str]:
     """flash-attn, which verl 0.6.1 imports in its FSDP workers (``flash_attn.bert_padding``); without
     it training dies inside Ray workers minutes after the start."""
-    if version("flash-attn") is None:
+    if _lookup(version)("flash-attn") is None:
         return [f"flash-attn is not installed but verl's FSDP workers import it; {FLASH_ATTN_INSTALL}."]
     return []
 
 
-def check_training_stack(version: Callable[[str], str | None] = installed) -> list[str]:
+def check_training_stack(version: Callable[[str], str | None] | None = None) -> list[str]:
     """verl 0.6.x, agentlightning 0.3.0, vLLM, OpenTelemetry below 1.45, litellm and flash-attn."""
+    version = _lookup(version)
     problems = []
     v = version("verl")
     if v is None or not v.startswith("0.6."):
@@ -124,30 +123,40 @@ def _have(name: str, v: str | None) -> str:
 VERL_GPUS_FIX = "run where that many GPUs are visible, or train on the CPU with train.backend: local"
 
 
-def check_gpus(needed: int, what: str, count: Callable[[], int] = gpu_count, fix: str | None = None) -> list[str]:
-    have = count()
+def check_gpus(needed: int, what: str, count: Callable[[], int] | None = None, fix: str | None = None) -> list[str]:
+    have = (count or gpu_count)()
     if have < needed:
         return [f"{what} needs {needed} GPU(s) on this node but {have} are visible; {fix or f'run on a GPU machine or lower {what}'}."]
     return []
 
 
-def check_training(train: dict, judge: dict | None = None, *, key_env: dict | None = None,
-                   env: Mapping[str, str] | None = None, version: Callable[[str], str | None] = installed,
-                   count: Callable[[], int] = gpu_count) -> list[str]:
-    """Everything the verl backend of train_grpo needs (the judge gives the reward inside each rollout)."""
-    problems = check_training_stack(version)
-    problems += check_gpus(train["gpus_per_node"], "config key 'train.gpus_per_node'", count, VERL_GPUS_FIX)
-    if judge is not None:
-        problems += check_keys({"judge": judge, "llm": {"key_env": key_env or {}}}, env)
+# What fixes too few GPUs, by the key that sets them (a resources.*.gpu key: gpus.CPU_FIX).
+GPU_FIX = {"train.gpus_per_node": VERL_GPUS_FIX}
+
+
+def check_stack(stack: str, version: Callable[[str], str | None] | None = None,
+                count: Callable[[], int] | None = None) -> list[str]:
+    """What the GPU stack ``stack`` of a backend (:attr:`audiobook_rl.backends.Backend.stack`) needs."""
+    if stack == "vllm":
+        return check_vllm(version) + check_gpus(1, "config key 'generate.backend' = 'vllm'", count)
+    return check_training_stack(version)
+
+
+def check_backend(backend: backends.Backend, config: dict, *, version: Callable[[str], str | None] | None = None,
+                  count: Callable[[], int] | None = None) -> list[str]:
+    """What ``backend`` needs on this machine and lacks: its GPU stack and its GPUs."""
+    problems = check_stack(backend.stack, version, count) if backend.stack else []
+    n = backend.gpus_per_node(config)
+    if n > 0:
+        key = backend.gpu_keys[-1]
+        problems += check_gpus(n, f"config key '{key}'", count, GPU_FIX.get(key, CPU_FIX))
     return problems
 
 
-def check_generation(generate: dict, *, version: Callable[[str], str | None] = installed,
-                     count: Callable[[], int] = gpu_count) -> list[str]:
-    """What the vLLM backend of generate needs."""
-    if generate.get("backend") != "vllm":
-        return []
-    return check_vllm(version) + check_gpus(1, "config key 'generate.backend' = 'vllm'", count)
+def check_training(train: dict, *, version: Callable[[str], str | None] | None = None,
+                   count: Callable[[], int] | None = None) -> list[str]:
+    """Everything the verl backend of train_grpo needs on this machine (its stage checks it again)."""
+    return check_backend(backends.get("train", "verl"), {"train": train}, version=version, count=count)
 
 
 def require(problems: list[str]) -> None:

@@ -2,9 +2,11 @@
 
 Snakemake deletes a job's old outputs when it starts the job: a stage that then fails on its input
 has already thrown away the good results of the last run (and everything after it reruns). What a
-stage would reject is therefore checked up front, with the stage's own code: the corpus with the
-slicer's reader and counter, the GPUs and packages of the jobs about to run with the preflight the
-stages call. Each check returns one sentence per problem.
+stage would reject is therefore checked up front, with the stage's own code: the config's keys,
+prompt files and evaluated steps when the workflow is parsed (:func:`check_config`), the corpus
+with the slicer's reader and counter, the GPUs and packages of the jobs about to run with the
+preflight the stages call (:func:`check_jobs`, for the backends the config has each job run).
+Each check returns one sentence per problem.
 """
 
 from __future__ import annotations
@@ -15,10 +17,33 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
+from . import backends
 from .corpus import count_slices, read_text, too_few_slices
 from .errors import UserError
-from .gpus import CPU_FIX
-from .preflight import check_generation, check_gpus, check_training
+from .paths import repo_file
+from .preflight import check_backend, check_keys
+from .steps import check_eval_steps
+
+
+def prompt_files(config: dict) -> dict[str, str]:
+    """Every prompt file the workflow reads, by config key: the agent's two roles and the prompt of
+    each configured backend that reads one."""
+    agent = {f"agent.{key}": config["agent"][key] for key in ("create_prompt", "rewrite_prompt")}
+    return {**agent, **backends.prompt_files(config)}
+
+
+def check_config(config: dict) -> list[str]:
+    """What the validated config asks for and cannot have: API keys of its paid backends, prompt files,
+    evaluated steps that training does not save."""
+    problems = check_keys(config)
+    for key, path in prompt_files(config).items():
+        if not repo_file(path).is_file():
+            problems.append(f"config key '{key}': prompt file {path} not found.")
+    try:
+        check_eval_steps(config["train"], config["eval"]["steps"])
+    except UserError as err:
+        problems.append(str(err))
+    return problems
 
 
 def check_corpus(path: str | Path, config: dict, keys: Iterable[str] = ("slice.n_slices",)) -> list[str]:
@@ -50,21 +75,15 @@ def usable_gpus() -> int:
 
 def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Callable[[], int] = usable_gpus) -> list[str]:
     """What the jobs of ``rules`` (those about to run on this machine) need and lack: excerpts for
-    the warm start of the built policy, GPUs, and the packages of the verl and vLLM backends, as
-    the stages check them when they start."""
+    the warm start of the built policy, and the GPUs and GPU stack of the backends they run, as the
+    stages check them when they start."""
     rules = set(rules)
     count = functools.cache(count)  # asking torch takes seconds
-    resources = config["resources"]
     problems = []
     if "build_policy" in rules and not config["policy"]["pretrained"]:
         problems += check_corpus(corpus, config, ["policy.warm_start.windows_per_draw"])
-    if "train_grpo" in rules:
-        if config["train"]["backend"] == "verl":
-            problems += check_training(config["train"], count=count)
-        elif resources["train_grpo"]["gpu"] > 0:
-            problems += check_gpus(resources["train_grpo"]["gpu"], "config key 'resources.train_grpo.gpu'", count, CPU_FIX)
-    if "generate" in rules:
-        problems += check_generation(config["generate"], count=count)
-        if resources["generate"]["gpu"] > 0:
-            problems += check_gpus(resources["generate"]["gpu"], "config key 'resources.generate.gpu'", count, CPU_FIX)
-    return problems
+    for rule in sorted(rules):
+        for _, backend, entry in backends.of_rule(config, rule):
+            if entry == "run":  # a backend's GPUs and stack are those of its work; exports run on the CPU
+                problems += check_backend(backend, config, count=count)
+    return list(dict.fromkeys(problems))

@@ -11,13 +11,13 @@ is for: is the gain larger than the run-to-run noise?
 from __future__ import annotations
 
 import html
-import json
 import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import write_text
+from .files import read_jsonl, write_text
+from .steps import best_step
 
 STEP_DIR = re.compile(r"^step_(\d+)$")
 
@@ -45,20 +45,9 @@ class RunRow:
         return 100.0 * (self.best - self.baseline) / self.baseline
 
 
-def _jsonl(path: Path) -> list[dict]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line:
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue  # a torn last line of a killed run: the report shows it; the index skips it
-    return rows
-
-
 def read_run(run_dir: str | Path) -> RunRow:
-    """The row of the run written to ``run_dir`` (its eval/step_N/scores.jsonl and train/metrics.jsonl)."""
+    """The row of the run written to ``run_dir`` (its eval/step_N/scores.jsonl and train/metrics.jsonl;
+    lines a killed run left torn are skipped: the run's own report names them)."""
     run_dir = Path(run_dir)
     row = RunRow(run_dir.name)
     means: dict[int, float] = {}
@@ -71,7 +60,7 @@ def read_run(run_dir: str | Path) -> RunRow:
         if not match or not scores_path.is_file():
             continue
         step = int(match.group(1))
-        scores = _jsonl(scores_path)
+        scores = read_jsonl(scores_path, problems=[])
         row.steps.append(step)
         ids.update(str(s.get("id")) for s in scores)
         ok = [s["overall"] for s in scores if s.get("overall") is not None]
@@ -83,14 +72,13 @@ def read_run(run_dir: str | Path) -> RunRow:
     row.n_val = len(ids)
     row.judge = ", ".join(sorted(judges))
     row.baseline = means.get(0)
-    trained = {s: m for s, m in means.items() if s != 0}
-    if trained:
-        row.best_step = max(trained, key=lambda s: (trained[s], -s))  # ties: the earlier step
-        row.best = trained[row.best_step]
-        row.last = trained[max(trained)]
+    row.best_step = best_step(means)
+    if row.best_step is not None:
+        row.best = means[row.best_step]
+        row.last = means[max(means)]
     metrics_path = run_dir / "train" / "metrics.jsonl"
     if metrics_path.is_file():
-        rewards = [m["train_reward"] for m in _jsonl(metrics_path) if m.get("train_reward") is not None]
+        rewards = [m["train_reward"] for m in read_jsonl(metrics_path, problems=[]) if m.get("train_reward") is not None]
         row.last_train_reward = rewards[-1] if rewards else None
     return row
 
@@ -150,7 +138,8 @@ tr.summary td {{ font-weight: bold; background: #f4f4f4; }}
 </style></head><body>
 <h1>{e(title)}</h1>
 <p>Mean judge score over the validation slices per run (judge failures excluded; each run's report
-has the intervals and per-sample detail). "best" is the best evaluated checkpoint after step 0.</p>
+has the intervals and per-sample detail). "best" is the best evaluated checkpoint after step 0, the
+baseline, which it may score below.</p>
 <table>
 <thead><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr></thead>
 <tbody>

@@ -5,24 +5,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from pathlib import Path
 
 from audiobook_rl.corpus import read_text, slice_text
-from audiobook_rl.labeling import build_lexicon
+from audiobook_rl.labeling.lexicon import build_lexicon
 from audiobook_rl.labeling.rules import RuleLabeler
 from audiobook_rl.script import NARRATOR, Segment
-
-STORY = Path(__file__).resolve().parents[2] / "corpus" / "story.txt"
+from helpers import STORY
 
 
 def story_cases(n: int = 20, seed: int = 2024) -> list[dict]:
-    """``n`` excerpts of the bundled story with rule-labeled references: {id, text, script, aliases}."""
+    """``n`` excerpts of the bundled story with rule-labeled references: {id, text, start, end, script, aliases}."""
     text, _ = read_text(STORY)
     lexicon = build_lexicon(text)
     items = slice_text(text, n=n, min_chars=100, max_chars=200, seed=seed)
     scripts = RuleLabeler(lexicon).label(items)
     return [
-        {"id": s.id, "text": s.text, "script": script, "aliases": lexicon.aliases} for s, script in zip(items, scripts)
+        {"id": s.id, "text": s.text, "start": s.start, "end": s.end, "script": script, "aliases": lexicon.aliases}
+        for s, script in zip(items, scripts)
     ]
 
 

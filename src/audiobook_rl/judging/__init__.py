@@ -4,22 +4,18 @@ every checkpoint.
 A judge has ``backend`` and ``model`` attributes and
 ``score(source: str, reference: list[Segment], candidate: str, aliases: dict | None = None) -> Verdict``
 (the candidate is the raw model output, it may not parse; ``aliases`` maps a name's aliases to the
-name, as in ``results/labels.jsonl``) and ``score_many(cases) -> list[Verdict]`` (cases are dicts
+name, :mod:`audiobook_rl.dataset`) and ``score_many(cases) -> list[Verdict]`` (cases are dicts
 with ``source``, ``reference``, ``candidate`` and optional ``aliases`` keys, or tuples in that
-order; LLM judges score them concurrently). Backends are looked up by name in :data:`BACKENDS`;
-:func:`make_judge` builds one from the ``judge`` config section.
+order; LLM judges score them concurrently). The backends (``rubric``, ``glm``, ``openai``) are in
+:mod:`audiobook_rl.backends`; each builds its judge from the ``judge`` (or ``train.reward``) config
+section, whose rubric weights and defaults are the schema's.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import asdict, dataclass, field
-from typing import Callable
-
-from ..errors import UserError
 
 DIMENSIONS = ("format", "completeness", "speaker", "emotion", "segmentation")
-SEED_WEIGHTS = {"format": 0.20, "completeness": 0.30, "speaker": 0.20, "emotion": 0.15, "segmentation": 0.15}
 
 
 @dataclass
@@ -38,20 +34,10 @@ class Verdict:
 
 
 def weighted(scores: dict[str, float], weights: dict[str, float]) -> float:
-    """Σ weight × score over the five dimensions, with weights normalised to sum to 1."""
+    """Σ weight × score over the five dimensions, with weights normalised to sum to 1 (the config
+    check refuses weights that are all zero)."""
     total = sum(weights[d] for d in DIMENSIONS)
     return sum(weights[d] * scores[d] for d in DIMENSIONS) / total
-
-
-def weights_from(settings: dict) -> dict[str, float]:
-    """``judge.weights`` over the seed's, checked: non-negative, not all zero."""
-    weights = {**SEED_WEIGHTS, **(settings.get("weights") or {})}
-    unknown = sorted(set(weights) - set(DIMENSIONS))
-    if unknown:
-        raise UserError(f"config key 'judge.weights' has unknown dimensions {unknown}; use {list(DIMENSIONS)}.")
-    if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
-        raise UserError("config key 'judge.weights': weights must be non-negative and not all zero.")
-    return weights
 
 
 def case_args(case) -> tuple:
@@ -64,38 +50,3 @@ def case_args(case) -> tuple:
 def failure(backend: str, model: str, error: str) -> Verdict:
     """The verdict recorded when a judge could not score a case: kept and counted, never a silent 0."""
     return Verdict(None, dict.fromkeys(DIMENSIONS), dict.fromkeys(DIMENSIONS, ""), backend, model, error)
-
-
-def _rubric(settings: dict, llm: dict | None):
-    from .rubric import RubricJudge
-
-    return RubricJudge(weights_from(settings))
-
-
-def _llm(provider: str) -> Callable:
-    def make(settings: dict, llm: dict | None):
-        # Imported by name, not by an import statement: the workflow lists the modules a stage
-        # imports as its inputs, and stages that only use the rubric judge (training's reward)
-        # must not rerun when the LLM client code changes. scripts/judge.py imports it directly.
-        module = importlib.import_module(f"{__name__}.llm_judge")
-        return module.LLMJudge(settings, llm, provider=provider)
-
-    return make
-
-
-BACKENDS: dict[str, Callable] = {"rubric": _rubric, "glm": _llm("zhipuai"), "openai": _llm("openai")}
-
-
-def make_judge(settings: dict | None = None, llm: dict | None = None):
-    """The judge named by ``settings['backend']`` (default ``rubric``).
-
-    ``settings`` is the ``judge`` config section (weights, backend, model, prompt, ...); ``llm`` is
-    the ``llm`` section (concurrency, timeouts, cache): knobs of the client layer that never change
-    a score, kept apart so that editing them reruns nothing. A paid backend whose key is missing
-    raises :class:`UserError` here, before any request.
-    """
-    settings = settings or {}
-    name = settings.get("backend", "rubric")
-    if name not in BACKENDS:
-        raise UserError(f"config key 'judge.backend' is {name!r}; choose one of {sorted(BACKENDS)}.")
-    return BACKENDS[name](settings, llm)

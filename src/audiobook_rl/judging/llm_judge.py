@@ -23,17 +23,16 @@ import json
 import logging
 import math
 
-from .. import llm
+from .. import backends, llm
 from ..errors import UserError
+from ..paths import repo_file
 from ..prompts import load_prompt
 from ..script import TONES, Segment
-from . import DIMENSIONS, Verdict, case_args, failure, weighted, weights_from
+from . import DIMENSIONS, Verdict, case_args, failure, weighted
 
 log = logging.getLogger(__name__)
 
 RETRY = "你的回答无法使用：{problems}。请只输出一个 JSON 对象，包含五个维度，每个维度的 score 是 0 到 1 之间的数。"
-DEFAULT_MODELS = {"zhipuai": "glm-4.7"}
-BACKEND_NAMES = {"zhipuai": "glm", "openai": "openai"}
 
 
 def _data(value) -> str:
@@ -75,31 +74,34 @@ def parse_verdict(raw: str) -> tuple[dict[str, float], dict[str, str], str]:
     return scores, reasons, ""
 
 
-class LLMJudge:
-    """``judge`` backends ``glm`` (provider zhipuai) and ``openai``; ``settings`` is the ``judge`` section."""
+def judge(settings: dict, llm_settings: dict | None = None) -> "LLMJudge":
+    """The ``glm`` and ``openai`` backends: ``settings`` is the ``judge`` (or ``train.reward``) section."""
+    return LLMJudge(settings, llm_settings)
 
-    def __init__(self, settings: dict, llm_settings: dict | None, provider: str):
-        self.backend = BACKEND_NAMES[provider]
-        self.provider = provider
-        self.model = settings.get("model") or DEFAULT_MODELS.get(provider, "")
+
+class LLMJudge:
+    """An LLM as judge, through the provider of its backend (``glm``: zhipuai, ``openai``: openai)."""
+
+    def __init__(self, settings: dict, llm_settings: dict | None = None):
+        self.backend = settings["backend"]
+        self.provider = backends.get("judge", self.backend).provider
+        self.model = settings["model"]
         if not self.model:
             raise UserError(f"config key 'judge.model' is empty; name the model the {self.backend} judge should call.")
-        self.weights = weights_from(settings)
-        self.prompt = load_prompt(llm.repo_path(settings.get("prompt", "config/prompts/judge.md")))
+        self.weights = settings["weights"]
+        self.prompt = load_prompt(repo_file(settings["prompt"]))
         self.prompt_hash = self.prompt.sha256
-        self.max_tokens = int(settings.get("max_tokens", 1024))
-        self.temperature = settings.get("temperature", 0.0)
-        self.max_attempts = max(1, int(settings.get("max_attempts", 3)))
+        self.max_tokens = settings["max_tokens"]
+        self.temperature = settings["temperature"]
+        self.max_attempts = settings["max_attempts"]
         session = llm.current() if llm_settings is None else llm.session_for(llm_settings, "judge")
-        self.client = session.client(provider, needed_by=f"judge.backend '{self.backend}'")
+        self.client = session.client(self.provider, needed_by=f"judge.backend '{self.backend}'")
 
-    def score(self, source: str, reference, candidate, aliases: dict | str | None = None, item: str = "") -> Verdict:
+    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None, item: str = "") -> Verdict:
         """Score one case; a judge failure is returned as a Verdict with ``overall`` None and ``error``."""
         if isinstance(reference, str):
             reference = json.loads(reference)
         reference = [s.to_dict() if isinstance(s, Segment) else s for s in reference]
-        if isinstance(aliases, str):
-            aliases = json.loads(aliases)
         if not isinstance(candidate, str):
             candidate = json.dumps(
                 [s.to_dict() if isinstance(s, Segment) else s for s in candidate], ensure_ascii=False

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from ..script import FAMILY_OF, NARRATOR, Segment, from_dicts, parse_script
-from . import DIMENSIONS, SEED_WEIGHTS, Verdict, case_args, weighted
+from . import DIMENSIONS, Verdict, case_args, weighted
 
 REPAIRED_FORMAT = 0.8  # a readable but not strictly valid array (fence, prose, wrapper)
 WRONG_PERSON = 0.1  # a quote given to another character: told apart from narration, nothing more
@@ -58,18 +58,23 @@ BOUNDARY_SHARE = 0.6  # of the segmentation score; the rest is delay closeness
 DELAY_SCALE_MS = 300  # a delay off by max(this, the reference's delay) or more earns 0
 
 
+def judge(settings: dict, llm: dict | None = None) -> "RubricJudge":
+    """The ``rubric`` backend: ``settings`` is the ``judge`` (or ``train.reward``) section."""
+    return RubricJudge(settings["weights"])
+
+
 class RubricJudge:
     """Deterministic judge of SPEC §4; ``weights`` maps the five dimensions to their weights."""
 
     backend = "rubric"
     model = "rubric-v2"
 
-    def __init__(self, weights: dict[str, float] | None = None):
-        self.weights = dict(weights or SEED_WEIGHTS)
+    def __init__(self, weights: dict[str, float]):
+        self.weights = dict(weights)
 
-    def score(self, source: str, reference, candidate, aliases: dict | str | None = None) -> Verdict:
+    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None) -> Verdict:
         """Score one candidate (raw model output, or a list of segments) against the reference."""
-        scores, reasons = rubric_scores(source, _as_segments(reference), candidate, _as_aliases(aliases))
+        scores, reasons = rubric_scores(source, _as_segments(reference), candidate, aliases or {})
         return Verdict(
             overall=round(weighted(scores, self.weights), 6),
             scores=scores,
@@ -88,10 +93,6 @@ def _as_segments(reference) -> list[Segment]:
     if isinstance(reference, str):
         reference = json.loads(reference)
     return [s if isinstance(s, Segment) else from_dicts([s])[0] for s in reference]
-
-
-def _as_aliases(aliases) -> dict[str, str]:
-    return json.loads(aliases) if isinstance(aliases, str) else (aliases or {})
 
 
 def _chars(text: str) -> str:
@@ -200,7 +201,7 @@ def quote_credits(al: Alignment, aliases: dict[str, str]) -> list[float]:
     ]
 
 
-def speaker_accuracy(reference, candidate, aliases: dict | str | None = None) -> tuple[int, int]:
+def speaker_accuracy(reference, candidate, aliases: dict[str, str] | None = None) -> tuple[int, int]:
     """(quotes whose speaker the candidate names right, quotes in the reference): the quote-level,
     alias-aware speaker accuracy of one script. A quote counts as right when most of its characters
     sit in candidate segments of the same person (credit ≥ RIGHT_QUOTE); an unreadable candidate
@@ -208,7 +209,7 @@ def speaker_accuracy(reference, candidate, aliases: dict | str | None = None) ->
     reference = _as_segments(reference)
     parsed = parse_script(_as_text(candidate))
     al = align(reference, parsed.segments if parsed.status != "invalid" else [])
-    credits = quote_credits(al, _as_aliases(aliases))
+    credits = quote_credits(al, aliases or {})
     return sum(c >= RIGHT_QUOTE for c in credits), len(credits)
 
 

@@ -1,32 +1,34 @@
-"""The ``judge`` stage: score each checkpoint's final scripts against the reference scripts."""
+"""The ``judge`` stage: score each checkpoint's final scripts against the reference scripts of the
+validation tasks (results/data/val.parquet, where training reads its references too)."""
 
 from __future__ import annotations
 
 import logging
 import statistics
 
+from ..dataset import Task
 from ..errors import UserError
 
 log = logging.getLogger(__name__)
 
 
-def score_outputs(outputs: list[dict], labels: list[dict], judge, step: int | str) -> list[dict]:
+def score_outputs(outputs: list[dict], tasks: list[Task], judge, step: int | str) -> list[dict]:
     """One ``scores.jsonl`` row per row of ``outputs.jsonl``: the judge's verdict on its ``final``
-    script (the rewrite, i.e. the trajectory's answer) against the slice's reference in ``labels``."""
-    by_id = {row["id"]: row for row in labels}
+    script (the rewrite, i.e. the trajectory's answer) against the reference of its task."""
+    by_id = {task.id: task for task in tasks}
     missing = [o["id"] for o in outputs if o["id"] not in by_id]
     if missing:
         raise UserError(
-            f"outputs of step {step} name slices {missing[:5]} that results/labels.jsonl lacks; "
-            "regenerate the outputs from the current labels."
+            f"outputs of step {step} name slices {missing[:5]} that the validation set lacks; "
+            "regenerate the outputs from the current split."
         )
     cases = [
         {
             "id": o["id"],
-            "source": by_id[o["id"]]["text"],
-            "reference": by_id[o["id"]]["script"],
+            "source": by_id[o["id"]].text,
+            "reference": by_id[o["id"]].reference,
             "candidate": o.get("final") or "",
-            "aliases": by_id[o["id"]].get("aliases") or {},
+            "aliases": by_id[o["id"]].aliases,
         }
         for o in outputs
     ]
@@ -34,7 +36,7 @@ def score_outputs(outputs: list[dict], labels: list[dict], judge, step: int | st
     rows = [
         {
             "id": case["id"],
-            "step": int(step),
+            "step": step,
             "overall": v.overall,
             "scores": v.scores,
             "reasons": v.reasons,

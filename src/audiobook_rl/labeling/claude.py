@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 from difflib import SequenceMatcher
 
-from .. import llm
+from .. import backends, llm
 from ..corpus import Slice
 from ..errors import UserError
+from ..paths import repo_file
 from ..prompts import load_prompt
 from ..script import TONES, Segment, joined_content, parse_script, reading_text
 
@@ -34,22 +35,28 @@ def text_f1(output: str, target: str) -> float:
     return 2 * hit / (len(a) + len(b))
 
 
+def labeler(settings: dict, lexicon=None) -> "ClaudeLabeler":
+    """The ``claude`` backend of label_slices: ``settings`` is the ``label`` section."""
+    return ClaudeLabeler(settings)
+
+
 class ClaudeLabeler:
     """``label`` backend ``claude``; ``settings`` is the ``label`` config section."""
 
     backend = "claude"
 
     def __init__(self, settings: dict, session=None):
-        self.model = settings.get("model") or ""
+        self.model = settings["model"]
         if not self.model:
             raise UserError("config key 'label.model' is empty; set the Claude model id (see config/seed.yaml).")
-        self.prompt = load_prompt(llm.repo_path(settings.get("prompt", "config/prompts/label.md")))
+        self.prompt = load_prompt(repo_file(settings["prompt"]))
         self.prompt_hash = self.prompt.sha256
-        self.max_tokens = int(settings.get("max_tokens", 4096))
-        self.temperature = settings.get("temperature", 0.0)
-        self.max_attempts = max(1, int(settings.get("max_attempts", 3)))
-        self.min_coverage = float(settings.get("min_coverage", 0.95))
-        self.client = (session or llm.current()).client("anthropic", needed_by="label.backend 'claude'")
+        self.max_tokens = settings["max_tokens"]
+        self.temperature = settings["temperature"]
+        self.max_attempts = settings["max_attempts"]
+        self.min_coverage = settings["min_coverage"]
+        provider = backends.get("label", self.backend).provider
+        self.client = (session or llm.current()).client(provider, needed_by="label.backend 'claude'")
 
     def label(self, slices: list[Slice], progress=None) -> list[list[Segment]]:
         """One reference script per slice, in order; slices are labeled concurrently."""

@@ -98,11 +98,17 @@ class _State:
         return self.recent[-2] if len(self.recent) >= 2 else None
 
 
+def labeler(settings: dict, lexicon: Lexicon | None) -> "RuleLabeler":
+    """The ``rules`` backend of label_slices (it has no settings of its own)."""
+    return RuleLabeler(lexicon)
+
+
 class RuleLabeler:
     """Deterministic labeler; ``lexicon`` holds the names found in the whole novel, if known."""
 
     backend = "rules"
     model = "rules-v2"
+    prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
         self.lexicon = lexicon

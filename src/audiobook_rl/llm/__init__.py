@@ -17,7 +17,6 @@ usage next to its output.
 
 from .client import LLMClient, LLMError, Reply, Request
 from .session import Session, current, session, session_for
-from .settings import DEFAULTS, merged, repo_path
 
 __all__ = [
     "LLMClient",
@@ -28,7 +27,4 @@ __all__ = [
     "session",
     "session_for",
     "current",
-    "DEFAULTS",
-    "merged",
-    "repo_path",
 ]

@@ -115,7 +115,7 @@ class LLMClient:
         self.concurrency = max(1, int(settings["concurrency"]))
         self._in_flight = threading.BoundedSemaphore(self.concurrency)
         self._limiter = _RateLimiter(
-            (settings.get("rate_limit_per_minute") or {}).get(provider, 0),
+            settings["rate_limit_per_minute"][provider],
             Path(settings["cache_dir"]).resolve() / ".rate" / provider,
         )
 

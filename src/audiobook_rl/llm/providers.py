@@ -29,7 +29,7 @@ class Failure:
 
 def api_key(provider: str, settings: dict, needed_by: str) -> str:
     """The key of ``provider`` from its environment variable; UserError naming the variable if unset."""
-    env = (settings.get("key_env") or {}).get(provider)
+    env = settings["key_env"][provider]
     if not env:
         return "none"  # a local OpenAI-compatible server that wants no key (llm.key_env.openai: null)
     key = os.environ.get(env, "").strip()
@@ -48,7 +48,7 @@ class Provider:
     def __init__(self, settings: dict, needed_by: str):
         key = api_key(self.name, settings, needed_by)
         self._key = key
-        self.base_url = (settings.get("base_url") or {}).get(self.name) or None
+        self.base_url = settings["base_url"][self.name]
         self.sdk_client = self._build(key, self.base_url, float(settings["timeout_s"]))
 
     def _build(self, key: str, base_url: str | None, timeout: float):

@@ -3,7 +3,8 @@
 A stage script wraps its work in ``with llm.session(settings, stage="label_slices") as s:`` and
 writes ``s.usage.summary()`` next to its output. Code that builds clients (the Claude labeler, the
 LLM judges) asks :func:`current` for the session, so the ``llm`` section never has to travel
-through the result-relevant ``label``/``judge`` sections. Outside a session the defaults apply.
+through the result-relevant ``label``/``judge`` sections. Settings not given are the schema's
+defaults (:func:`audiobook_rl.config.section`); outside a session all of them apply.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-from .settings import merged
+from ..config import section
 from .usage import Usage
 
 
 class Session:
     def __init__(self, settings: dict | None, stage: str):
-        self.settings = merged(settings)
-        self.usage = Usage(stage, self.settings.get("prices_per_mtok"))
+        self.settings = section("llm", settings)
+        self.usage = Usage(stage, self.settings["prices_per_mtok"])
         self._clients: dict[str, object] = {}
         self._lock = threading.Lock()
 

@@ -15,10 +15,10 @@ def new_model(tokenizer, settings: dict, seed: int):
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
-        intermediate_size=settings.get("intermediate_size") or 3 * hidden,
+        intermediate_size=3 * hidden,
         num_hidden_layers=settings["layers"],
         num_attention_heads=settings["heads"],
-        num_key_value_heads=settings.get("kv_heads") or settings["heads"],
+        num_key_value_heads=settings["kv_heads"],
         max_position_embeddings=settings["max_positions"],
         tie_word_embeddings=True,
         bos_token_id=tokenizer.pad_token_id,

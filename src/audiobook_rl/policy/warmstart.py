@@ -20,7 +20,7 @@ from ..corpus import slice_text
 from ..labeling.lexicon import build_lexicon
 from ..labeling.rules import RuleLabeler
 from ..script import TONES, Segment
-from ..training.logprobs import pack, token_logprobs
+from .logprobs import pack, token_logprobs
 from .tokenizer import prompt_ids, response_ids
 
 log = logging.getLogger(__name__)

@@ -10,11 +10,13 @@ excerpts at all (:mod:`..judging.diversity`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..judging import DIMENSIONS
 from ..judging.diversity import Diversity, diversity
 from ..judging.rubric import speaker_accuracy
 from ..script import parse_script
+from ..steps import best_step
 from . import stats
 from .load import RunData, StepEval, finite_number
 
@@ -138,12 +140,15 @@ def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
         if r is not base:
             r.diff, r.diff_ci = paired_diff(r, base, settings)
             r.vs_baseline = compare(r.diff, r.diff_ci, settings)
-    scored = [r for r in rows if r.mean is not None]
-    if scored and len(rows) > 1:  # with the baseline alone there is nothing to choose
-        # Ties go to the earlier step: fewer updates for the same score.
-        max(scored, key=lambda r: (r.mean, -r.step)).is_best = True
+    best = best_row(rows)
+    if best is not None:
+        best.is_best = True
     return rows
 
 
-def best_row(rows: list[CheckpointRow]) -> CheckpointRow | None:
-    return next((r for r in rows if r.is_best), None)
+def best_row(rows: list[CheckpointRow], keep: Callable[[CheckpointRow], bool] = lambda r: True) -> CheckpointRow | None:
+    """The best checkpoint by mean score (:func:`audiobook_rl.steps.best_step`: never the baseline,
+    ``rows[0]``), among the rows ``keep`` accepts; None when none of them has a score."""
+    trained = {r.step: r for r in rows[1:] if keep(r)}
+    step = best_step({s: r.mean for s, r in trained.items()})
+    return None if step is None else trained[step]

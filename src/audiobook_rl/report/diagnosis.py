@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..steps import best_step
 from ..training.collapse import ADVICE, collapse
 from . import stats
 from .checkpoints import CheckpointRow, best_row, compare, paired_diff
@@ -31,11 +32,10 @@ class Curves:
 
     @property
     def best_val(self) -> tuple[int, float] | None:
-        """(step, value) of the highest validation reward; the earliest step on ties."""
-        if not self.val:
-            return None
-        i = max(range(len(self.val)), key=lambda k: (self.val[k], -self.val_steps[k]))
-        return self.val_steps[i], self.val[i]
+        """(step, value) of the best validation reward (:func:`audiobook_rl.steps.best_step`)."""
+        val = dict(zip(self.val_steps, self.val))
+        step = best_step(val)
+        return None if step is None else (step, val[step])
 
 
 def curves(metrics: list[dict], window: int) -> Curves:
@@ -94,31 +94,26 @@ def headline(rows: list[CheckpointRow], confidence: float) -> Note:
     if len(rows) == 1 and base.mean is not None:
         return Note("neutral", f"Only {base_name} was evaluated: validation score {fmt(base.mean)} (n = {base.n_scored}).")
     if best is None:
-        return Note("bad", "No checkpoint could be scored: every judge call failed or no scores were written (see the table).")
+        scored = "" if base.mean is None else f" ({base_name} scored {fmt(base.mean)})"
+        return Note("bad", f"No trained checkpoint could be scored{scored}: every judge call failed or no scores were written (see the table).")
     if base.mean is None:
         return Note(
             "neutral",
             f"The best checkpoint is step {best.step} with validation score {fmt(best.mean)} (n = {best.n_scored}); "
             f"{base_name} has no judge score, so no change can be computed.",
         )
-    if best.is_baseline:
-        others = [r for r in rows[1:] if r.mean is not None]
-        runner = max(others, key=lambda r: (r.mean, -r.step)) if others else None
-        tail = (
-            f"; the best trained checkpoint, step {runner.step}, scored {fmt(runner.mean)}: {diff_text(runner, confidence)}"
-            if runner
-            else ""
-        )
+    if best.mean <= base.mean:
         return Note(
-            "neutral", f"No checkpoint beat {base_name}, which scored {fmt(base.mean)} on the validation set (n = {base.n_scored}){tail}."
+            "neutral",
+            f"No checkpoint beat {base_name}, which scored {fmt(base.mean)} on the validation set (n = {base.n_scored}); "
+            f"the best trained checkpoint, step {best.step}, scored {fmt(best.mean)}: {diff_text(best, confidence)}.",
         )
     scores = f"validation score {fmt(best.mean)} (n = {best.n_scored}) against {fmt(base.mean)} for {base_name}"
     change = diff_text(best, confidence)
     outcome = verdict(best)
     if outcome == "ignores input":
         d = best.diversity
-        following = [r for r in rows[1:] if r.mean is not None and not r.diversity.ignores_input]
-        alt = max(following, key=lambda r: (r.mean, -r.step)) if following else None
+        alt = best_row(rows, keep=lambda r: not r.diversity.ignores_input)
         says = {"better": "an improvement", "worse": "worse", "unclear": "no clear change"}
         tail = (
             f" The best checkpoint whose outputs follow their input, step {alt.step}: {diff_text(alt, confidence)} "
@@ -275,18 +270,16 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
         if r.diversity.ignores_input:
             says += " in score only (its outputs ignore their input)"
         out.append(f"Step {r.step} vs baseline: paired difference {r.diff:+.3f}, {level} bootstrap interval [{lo:+.3f}, {hi:+.3f}]: {says}.")
-    if not best.is_baseline:
-        ties = []
-        for r in rows:
-            if r is best or r.is_baseline or r.mean is None:
-                continue
-            if compare(*paired_diff(r, best, settings), settings) == "unclear":
-                ties.append(str(r.step))
-        if ties:
-            out.append(
-                f"The best checkpoint (step {best.step}) cannot be told apart from step(s) {', '.join(ties)}: "
-                f"their paired {level} intervals include 0, so the ranking among these checkpoints is not reliable."
-            )
+    ties = [
+        str(r.step)
+        for r in rows[1:]
+        if r is not best and r.mean is not None and compare(*paired_diff(r, best, settings), settings) == "unclear"
+    ]
+    if ties:
+        out.append(
+            f"The best checkpoint (step {best.step}) cannot be told apart from step(s) {', '.join(ties)}: "
+            f"their paired {level} intervals include 0, so the ranking among these checkpoints is not reliable."
+        )
     return out
 
 

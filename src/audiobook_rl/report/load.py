@@ -6,13 +6,12 @@ A malformed line or a missing file does not stop the report: it is skipped and n
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from ..files import read_parquet_rows
+from ..files import read_jsonl, read_parquet_rows
 
 
 @dataclass
@@ -38,25 +37,10 @@ class RunData:
 
 def read_jsonl_tolerant(path: str | Path, problems: list[str]) -> list[dict]:
     """JSON objects of a .jsonl file; unreadable lines and a missing file are noted, not fatal."""
-    path = Path(path)
-    if not path.is_file():
+    if not Path(path).is_file():
         problems.append(f"{path} is missing; its part of the report is empty.")
         return []
-    rows = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                problems.append(f"{path} line {n} is not JSON; skipped.")
-                continue
-            if not isinstance(row, dict):
-                problems.append(f"{path} line {n} is not a JSON object; skipped.")
-                continue
-            rows.append(row)
-    return rows
+    return read_jsonl(path, problems)
 
 
 def finite_number(value) -> float | None:

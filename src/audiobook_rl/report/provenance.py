@@ -10,30 +10,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import __version__
+from ..backends import REGISTRY
+from ..paths import REPO
 
 if TYPE_CHECKING:
     from .load import RunData
-
-# Top-level config keys that never change results; everything else is part of the config hash.
-# ``report`` only changes how results are shown, ``llm`` holds request knobs (concurrency, retries,
-# timeouts, cache), ``run_name`` only where results are written.
-NOT_HASHED = ("report", "llm", "run_name", "resources", "runtime", "logging")
 
 # Keys whose values must never be shown even if a config carries them by mistake.
 _SECRET_WORDS = ("key", "token", "secret", "password")
 
 
-def config_digest(config: dict) -> str:
-    """SHA-256 (first 16 hex digits) of the result-defining config, canonical JSON, sorted keys."""
-    part = {k: v for k, v in config.items() if k not in NOT_HASHED}
-    text = json.dumps(part, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
 def code_version(repo: str | Path | None = None) -> str:
     """Package version plus the git commit (with '+dirty' for uncommitted tracked changes), when
     the code sits in a git checkout; just the version otherwise, never an error."""
-    repo = Path(repo) if repo else Path(__file__).resolve().parents[3]
+    repo = Path(repo) if repo else REPO
     version = f"audiobook-rl {__version__}"
     try:
         commit = _git(repo, "rev-parse", "--short=12", "HEAD")
@@ -161,7 +151,8 @@ def key_settings(
     flat = dict(flat_settings(train))
     reward = train.get("reward") or {}
     judge = reward.get("backend") or "?"
-    if judge != "rubric" and reward.get("model"):
+    backend = REGISTRY["train.reward"].get(judge)
+    if backend is not None and backend.provider and reward.get("model"):  # an LLM judge: its model matters
         judge = f"{judge} / {reward['model']}"
     out = [
         ("backend", flat.get("backend", "?")),

@@ -1,15 +1,45 @@
-"""Policy training (rule train_grpo): backends by name; the embedded one is local GRPO."""
+"""Policy training (rule train_grpo) and checkpoint export (rule export_checkpoint).
+
+Each training backend (:mod:`audiobook_rl.backends`: ``local``, ``verl``) has two functions:
+``train_stage(job: TrainingJob) -> summary`` writes results/train/metrics.jsonl and summary.json;
+``export_stage(job: ExportJob) -> step`` writes the Hugging Face directory of one saved step.
+The local backend reads top to bottom in :mod:`.local_grpo` (objective in :mod:`.grpo`); the seed's
+runs verl through Agent Lightning (:mod:`.verl_backend`, config in :mod:`.verl_config`).
+"""
 
 from __future__ import annotations
 
-from ..errors import UserError
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-BACKENDS = ("local",)
+if TYPE_CHECKING:
+    from ..agent.episode import AgentPrompts
 
 
-def check_backend(settings: dict) -> str:
-    """The configured backend name, or one sentence naming the key and the choices."""
-    name = settings.get("backend", "local")
-    if name not in BACKENDS and name != "verl":
-        raise UserError(f"config key 'train.backend' is {name!r}; choose one of {sorted(BACKENDS + ('verl',))}.")
-    return name
+@dataclass
+class TrainingJob:
+    """What rule train_grpo hands its backend."""
+
+    settings: dict  # the `train` section
+    judge: object  # the training reward, a judge built from `train.reward`
+    prompts: "AgentPrompts"
+    train_rows: list[dict]  # results/data/train.parquet
+    val_rows: list[dict]
+    policy_dir: str  # results/models/step_0, the base policy
+    metrics_path: str  # results/train/metrics.jsonl
+    summary_path: str  # results/train/summary.json
+    fingerprint: str  # of settings and inputs: checkpoints of another fingerprint are discarded
+    gpus: int  # the job's GPUs (0 = CPU)
+    threads: int
+    n_runners: int | None = None  # verl: rollouts at once
+
+
+@dataclass
+class ExportJob:
+    """What rule export_checkpoint hands its backend."""
+
+    step: str  # the {step} wildcard: a number or "best"
+    summary_path: str  # results/train/summary.json
+    base_dir: str  # results/models/step_0
+    out_dir: str  # results/models/step_{step}
+    log_file: str | None = None

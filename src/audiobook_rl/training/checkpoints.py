@@ -1,7 +1,7 @@
 """Checkpoints and the metrics log of a training run, laid out so that a killed run resumes.
 
 ``<root>/step_N/`` holds the policy as a Hugging Face directory plus ``trainer_state.pt``
-(optimizer state, best validation so far); it is written to a temporary directory and renamed, so
+(the optimizer state); it is written to a temporary directory and renamed, so
 a directory named ``step_N`` is always complete. ``<root>/run.json`` holds the fingerprint of the
 inputs and settings: checkpoints of a different run are discarded instead of resumed.
 ``<root>/metrics.jsonl`` is the live log; on resume it is cut back to the checkpoint's step, so a
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from ..files import write_json, write_jsonl
+from ..files import read_jsonl, write_json, write_jsonl
 from ..policy.model import save_policy
 
 log = logging.getLogger(__name__)
@@ -79,23 +79,12 @@ def prepare_run(root: str | Path, fp: str) -> int:
         metrics = root / "metrics.jsonl"
         if metrics.is_file():  # lines of steps after the checkpoint are redone, so dropped
             if last:
-                write_jsonl(metrics, [m for m in _read_lines(metrics) if m["step"] <= last])
+                write_jsonl(metrics, [m for m in read_metrics(root) if m["step"] <= last])
             else:
                 metrics.unlink()
         return last
     start_run(root, fp)
     return 0
-
-
-def _read_lines(path: Path) -> list[dict]:
-    """The metrics lines; a line cut off by a kill is dropped."""
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return out
 
 
 def append_metrics(root: str | Path, record: dict) -> None:
@@ -106,18 +95,19 @@ def append_metrics(root: str | Path, record: dict) -> None:
 
 
 def read_metrics(root: str | Path) -> list[dict]:
+    """The metrics lines so far; a line cut off by a kill is dropped."""
     path = Path(root) / "metrics.jsonl"
-    return _read_lines(path) if path.is_file() else []
+    return read_jsonl(path, problems=[]) if path.is_file() else []
 
 
-def save_checkpoint(root: str | Path, step: int, model, tokenizer, optimizer, extra: dict) -> Path:
-    """Write ``root/step_N`` atomically (HF policy + optimizer state + ``extra``)."""
+def save_checkpoint(root: str | Path, step: int, model, tokenizer, optimizer) -> Path:
+    """Write ``root/step_N`` atomically (HF policy + optimizer state)."""
     root = Path(root)
     final = root / f"step_{step}"
     tmp = root / f".step_{step}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     save_policy(model, tokenizer, tmp)
-    torch.save({"step": step, "optimizer": optimizer.state_dict(), **extra}, tmp / STATE)
+    torch.save({"step": step, "optimizer": optimizer.state_dict()}, tmp / STATE)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     return final
@@ -125,7 +115,6 @@ def save_checkpoint(root: str | Path, step: int, model, tokenizer, optimizer, ex
 
 def load_state(root: str | Path, step: int, device) -> dict:
     return torch.load(Path(root) / f"step_{step}" / STATE, map_location=device, weights_only=False)
-
 
 
 def remove_checkpoint(root: str | Path, step: int) -> None:

@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 from ..errors import UserError
+from ..steps import resolve
+from . import ExportJob
 from .checkpoints import STATE
 
 # Files of a checkpoint that are training state, not part of the model directory.
 _TRAINING_ONLY = {STATE}
 
 
-def resolve_step(step: str, summary: dict) -> int:
-    """The step number of ``step`` (a number, or ``best`` for the best-validation checkpoint)."""
-    if step == "best":
-        return int(summary["best_step"])
-    return int(step)
-
-
 def export_local(step: str, summary: dict, checkpoints: str | Path, base_dir: str | Path, out_dir: str | Path) -> int:
     """Copy checkpoint ``step`` (``best`` allowed) to ``out_dir`` as a from_pretrained directory."""
-    n = resolve_step(step, summary)
+    n = resolve(step, summary)
     source = Path(base_dir) if n == 0 else Path(checkpoints) / f"step_{n}"
-    if n not in summary["saved_steps"] and n != 0 or not source.is_dir():
-        raise UserError(
-            f"config key 'eval.steps': step {n} was not saved by training (saved: {summary['saved_steps']}); "
-            f"use multiples of train.save_freq or the last step."
-        )
+    if not source.is_dir():
+        raise UserError(f"{source}: the checkpoint of step {n} is missing; rerun train_grpo (delete results/train/).")
     out_dir = Path(out_dir)
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -35,3 +28,9 @@ def export_local(step: str, summary: dict, checkpoints: str | Path, base_dir: st
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
     return n
+
+
+def export_stage(job: ExportJob) -> int:
+    """export_checkpoint with the local backend; returns the exported step."""
+    summary = json.loads(Path(job.summary_path).read_text(encoding="utf-8"))
+    return export_local(job.step, summary, Path(job.summary_path).parent / "checkpoints", job.base_dir, job.out_dir)

@@ -10,7 +10,8 @@ Per step (read top to bottom, as in CleanRL):
 3. the log-probs of the rollout policy are computed once; then, per mini-batch, one optimizer step
    on the token-mean PPO-clip loss (clip 0.2 / 0.3, dual clip 3, no KL);
 4. every ``test_freq`` steps: greedy validation on the validation set; checkpoints every
-   ``save_freq`` steps, at the last step and at each new best validation reward.
+   ``save_freq`` steps, at the last step and at each new best validation reward (the best step is
+   :func:`audiobook_rl.steps.best_step`: a trained step, never the base policy).
 
 Randomness is seeded per step, so a run resumed from a checkpoint repeats the uninterrupted run.
 """
@@ -21,6 +22,7 @@ import contextlib
 import logging
 import math
 import random
+import shutil
 import statistics
 import time
 from collections import defaultdict
@@ -30,16 +32,21 @@ from pathlib import Path
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from ..agent import AgentPrompts, Task, run_episodes
+from .. import gpus
+from ..agent.episode import AgentPrompts, run_episodes
+from ..agent.hf_chat import HFChat
+from ..dataset import Task
 from ..errors import UserError
-from ..generation import HFChat
+from ..files import write_json
 from ..judging.diversity import diversity
+from ..policy.logprobs import pack, token_logprobs
 from ..policy.model import load_policy
 from ..script import parse_script
+from ..steps import best_step
+from . import TrainingJob
 from . import checkpoints as ckpt
 from .collapse import ADVICE, collapse
 from .grpo import group_advantages, ppo_clip_loss
-from .logprobs import pack, token_logprobs
 
 log = logging.getLogger(__name__)
 
@@ -179,12 +186,9 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
     model, tokenizer = load_policy(Path(root) / f"step_{start}" if start else base_dir, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"], betas=(0.9, 0.999),
                                   weight_decay=settings["weight_decay"])
-    best = {"val_reward": None, "step": None}
     if start:
-        state = ckpt.load_state(root, start, device)
-        optimizer.load_state_dict(state["optimizer"])
-        best = state["best"]
-        log.info("resuming from %s/step_%d (best validation so far: %s)", root, start, best)
+        optimizer.load_state_dict(ckpt.load_state(root, start, device)["optimizer"])
+        log.info("resuming from %s/step_%d", root, start)
     client = HFChat(model, tokenizer, batch_size=settings["generate_batch_size"])
     train_tasks = [Task.from_row(r) for r in train_rows]
     val_tasks = [Task.from_row(r) for r in val_rows]
@@ -194,7 +198,6 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
     if start == 0:  # the baseline: validation before any update
         t0 = time.monotonic()
         val = validate(client, val_tasks, prompts, judge, settings)
-        best = {"val_reward": val["val_reward"], "step": 0}
         ckpt.append_metrics(root, {"step": 0, **val, "seconds": time.monotonic() - t0})
         log.info("step 0/%d: val reward %.3f (json valid %.2f)", total, val["val_reward"], val["val_json_valid"])
 
@@ -254,15 +257,15 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
         saved = step % settings["save_freq"] == 0 or step == total
         if step % settings["test_freq"] == 0 or step == total:
             record.update(validate(client, val_tasks, prompts, judge, settings))
-            if best["val_reward"] is None or record["val_reward"] > best["val_reward"]:
-                previous = best["step"]
-                best = {"val_reward": record["val_reward"], "step": step}
+            earlier = val_rewards(ckpt.read_metrics(root))
+            if best_step({**earlier, step: record["val_reward"]}) == step:
                 saved = True
                 # A checkpoint kept only for being the best is dropped once beaten.
+                previous = best_step(earlier)
                 if previous and previous % settings["save_freq"] and previous in ckpt.saved_steps(root):
                     ckpt.remove_checkpoint(root, previous)
         if saved:
-            ckpt.save_checkpoint(root, step, model, tokenizer, optimizer, {"best": best})
+            ckpt.save_checkpoint(root, step, model, tokenizer, optimizer)
         record["seconds"] = time.monotonic() - t0
         collapsed = collapse(ckpt.read_metrics(root) + [record], settings["collapse_patience"])
         if collapsed and step < total:
@@ -280,7 +283,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
                 f"{record['collapse']}, so GRPO had nothing to learn from; {ADVICE} (checkpoints and metrics so far "
                 f"are kept in {root})."
             )
-    return summarize(root, best, total, settings)
+    return summarize(root, total)
 
 
 def group_spread(episodes, groups: list[str]) -> float:
@@ -293,21 +296,44 @@ def group_spread(episodes, groups: list[str]) -> float:
     return statistics.fmean(spreads) if spreads else 0.0
 
 
-def summarize(root: str, best: dict, total: int, settings: dict) -> dict:
+def val_rewards(metrics: list[dict]) -> dict[int, float]:
+    """Validation reward by step, of the metrics lines that have one."""
+    return {m["step"]: m["val_reward"] for m in metrics if "val_reward" in m}
+
+
+def summarize(root: str, total: int) -> dict:
     """What results/train/summary.json records: saved steps, the best validation step, rewards."""
     metrics = ckpt.read_metrics(root)
     train = [m["train_reward"] for m in metrics if "train_reward" in m]
-    val = {m["step"]: m["val_reward"] for m in metrics if "val_reward" in m}
+    val = val_rewards(metrics)
+    best = best_step(val)
     k = min(10, len(train) // 2) or 1
     return {
         "backend": "local",
         "total_steps": total,
         "saved_steps": ckpt.saved_steps(root),
-        "best_step": best["step"],
-        "best_val_reward": best["val_reward"],
+        "best_step": best,
+        "best_val_reward": val.get(best),
         "val_reward_step_0": val.get(0),
         "train_reward_first": statistics.fmean(train[:k]) if train else None,
         "train_reward_last": statistics.fmean(train[-k:]) if train else None,
         "mean_seconds_per_step": statistics.fmean(m["seconds"] for m in metrics if m["step"] > 0) if train else None,
         "checkpoints": str(root),
     }
+
+
+def train_stage(job: TrainingJob) -> dict:
+    """train_grpo with the local backend: on the CPU, or on the job's one GPU."""
+    device = "cpu"
+    if job.gpus > 0:
+        gpus.claim(job.gpus, "resources.train_grpo.gpu", holder="train_grpo")
+        gpus.require_cuda(job.gpus, "resources.train_grpo.gpu")
+        device = "cuda"
+    torch.set_num_threads(job.threads)
+    root = Path(job.metrics_path).parent / "checkpoints"
+    summary = train_local(job.train_rows, job.val_rows, job.prompts, job.settings, job.judge, job.policy_dir,
+                          str(root), job.fingerprint, device)
+    shutil.copyfile(root / "metrics.jsonl", job.metrics_path)
+    write_json(job.summary_path, summary)
+    log.info("best validation reward %s at step %s", summary["best_val_reward"], summary["best_step"])
+    return summary

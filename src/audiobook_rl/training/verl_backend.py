@@ -7,8 +7,7 @@ Three lines do the work, as in Agent Lightning's own examples::
                           adapter=agl.LlmProxyTraceToTriplet())
     trainer.fit(agent, train_rows, val_dataset=val_rows)
 
-The rest is what makes a run safe to start and to resume: a preflight (versions, GPUs, the judge's
-key); the fingerprint of settings and inputs (checkpoints of another run are discarded, a finished
+The rest is what makes a run safe to start and to resume: a preflight (versions, GPUs); the fingerprint of settings and inputs (checkpoints of another run are discarded, a finished
 run is not trained again: verl would resume it and train one step more); a Ray of this job's own
 GPUs; the environment verl and LiteLLM read; one metrics file per attempt (verl's file logger
 truncates its file at start) and their conversion to results/train/metrics.jsonl.
@@ -25,8 +24,11 @@ import os
 import shutil
 from pathlib import Path
 
+from .. import gpus
 from ..files import write_json, write_jsonl
-from ..preflight import check_training, require
+from ..preflight import VERL_GPUS_FIX, check_training, require
+from ..steps import best_step
+from . import TrainingJob
 from .checkpoints import same_run, start_run
 from .verl_config import build_verl_config, check_verl_config, max_model_len
 from .verl_metrics import convert_logs
@@ -138,8 +140,7 @@ def summarize(rows: list[dict], checkpoint_dir: str | Path, total_steps: int) ->
     saved = saved_steps(checkpoint_dir)
     val = {r["step"]: r["val_reward"] for r in rows if "val_reward" in r}
     train = [r["train_reward"] for r in rows if "train_reward" in r]
-    candidates = {s: v for s, v in val.items() if s in saved}
-    best = max(candidates, key=lambda s: (candidates[s], -s)) if candidates else None
+    best = best_step(val, among=saved)
     k = min(10, len(train) // 2) or 1
     seconds = [r["seconds"] for r in rows if r["step"] > 0 and "seconds" in r]
     return {
@@ -148,7 +149,7 @@ def summarize(rows: list[dict], checkpoint_dir: str | Path, total_steps: int) ->
         "saved_steps": saved,
         "best_step": best,
         "best_of": "saved steps",
-        "best_val_reward": candidates.get(best),
+        "best_val_reward": val.get(best),
         "val_reward_step_0": val.get(0),
         "train_reward_first": sum(train[:k]) / len(train[:k]) if train else None,
         "train_reward_last": sum(train[-k:]) / len(train[-k:]) if train else None,
@@ -159,8 +160,7 @@ def summarize(rows: list[dict], checkpoint_dir: str | Path, total_steps: int) ->
 
 
 def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *, model_path: str | Path,
-             out_dir: str | Path, fingerprint: str, judge: dict | None = None, key_env: dict | None = None,
-             n_runners: int | None = None) -> tuple[list[dict], dict]:
+             out_dir: str | Path, fingerprint: str, n_runners: int | None = None) -> tuple[list[dict], dict]:
     """Train ``agent`` (an ``@agl.rollout`` agent) with verl GRPO from the policy in ``model_path``.
 
     Checkpoints go to ``out_dir/checkpoints/global_step_N/actor`` (a rerun with the same
@@ -168,7 +168,7 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
     ``out_dir/verl_logs/attempt_K.jsonl``. Returns our metrics rows (the lines of
     results/train/metrics.jsonl) and the run summary (results/train/summary.json).
     """
-    require(check_training(train, judge, key_env=key_env))
+    require(check_training(train))
     out_dir = Path(out_dir).resolve()
     checkpoints = out_dir / "checkpoints"
     log_dir = out_dir / "verl_logs"
@@ -210,27 +210,27 @@ def _agentlightning():
     return agentlightning
 
 
-def train_stage(train: dict, judge_settings: dict, llm_settings: dict, prompts, train_rows: list[dict],
-                val_rows: list[dict], model_path: str, metrics_path: str, summary_path: str, fingerprint: str,
-                n_runners: int | None = None) -> dict:
-    """What scripts/train_grpo.py calls for ``train.backend: verl``: build the agent, train, write outputs."""
-    key_env = (llm_settings or {}).get("key_env")
-    # GPUs, versions and the judge's key first: importing Agent Lightning alone takes seconds.
-    require(check_training(train, judge_settings, key_env=key_env))
+def train_stage(job: TrainingJob) -> dict:
+    """train_grpo with the verl backend: build the agent around the reward judge, train, write outputs."""
+    train = job.settings
+    # GPUs and versions first: importing Agent Lightning alone takes seconds.
+    require(check_training(train))
+    if uses_local_ray(train):
+        # Ray starts here and takes the GPUs it sees: make those this job's own. (On a Ray cluster
+        # the GPUs are the cluster's to assign.)
+        gpus.claim(job.gpus, "train.gpus_per_node", holder="train_grpo (verl)", fix=VERL_GPUS_FIX)
     from transformers import AutoTokenizer
 
-    from ..agent_lightning import ContextLimit, make_agent
-    from ..judging import make_judge
+    from ..agent.lightning import ContextLimit, make_agent
 
     # The runner processes share the judge's rate limit through the LLM cache folder (llm.client).
-    judge = make_judge(judge_settings, llm_settings)
-    limit = ContextLimit(AutoTokenizer.from_pretrained(model_path), max_model_len(train))
+    limit = ContextLimit(AutoTokenizer.from_pretrained(job.policy_dir), max_model_len(train))
     rollout = train["rollout"]
-    agent = make_agent(prompts, judge, max_tokens=rollout["max_tokens"], val_temperature=train["val_temperature"],
+    agent = make_agent(job.prompts, job.judge, max_tokens=rollout["max_tokens"], val_temperature=train["val_temperature"],
                        top_p=rollout["top_p"], top_k=rollout["top_k"], limit=limit)
-    rows, summary = run_verl(train, agent, train_rows, val_rows, model_path=model_path,
-                             out_dir=Path(metrics_path).parent, fingerprint=fingerprint, judge=judge_settings,
-                             key_env=key_env, n_runners=n_runners)
-    write_jsonl(metrics_path, rows)
-    write_json(summary_path, summary)
+    rows, summary = run_verl(train, agent, job.train_rows, job.val_rows, model_path=job.policy_dir,
+                             out_dir=Path(job.metrics_path).parent, fingerprint=job.fingerprint, n_runners=job.n_runners)
+    write_jsonl(job.metrics_path, rows)
+    write_json(job.summary_path, summary)
+    log.info("best validation reward %s at step %s (of the saved steps)", summary["best_val_reward"], summary["best_step"])
     return summary

@@ -166,17 +166,6 @@ def check_train_section(train: dict, n_train: int) -> None:
         )
 
 
-def check_eval_steps(train: dict, eval_steps: list[int]) -> None:
-    """Every evaluated step must be a step the training run saves (a multiple of save_freq, or the last)."""
-    steps, every = train["total_steps"], train["save_freq"]
-    bad = [s for s in eval_steps if s > steps or (s % every and s != steps)]
-    if bad:
-        raise UserError(
-            f"config key 'eval.steps': {bad} are not saved by training; use multiples of 'train.save_freq' "
-            f"({every}) up to 'train.total_steps' ({steps})."
-        )
-
-
 def check_verl_config(overrides: dict):
     """Compose verl's config exactly as ``agl.VERL`` does, but in struct mode, and validate it.
 

@@ -9,9 +9,10 @@ Key names are those of Agent Lightning 0.3.0's trainer and daemon on verl 0.6.1
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
+
+from ..files import read_jsonl
 
 # our key -> verl keys, first present wins (Agent Lightning logs lengths with a suffix).
 _MAIN = {
@@ -58,11 +59,8 @@ def convert_logs(paths: list[str | Path]) -> list[dict]:
     """Our rows, one per step, from verl log files in attempt order (a later attempt wins a step)."""
     by_step: dict[int, dict] = {}
     for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a crash; the step is redone after resume
+        # A line cut short by a crash is skipped: the step is redone after resume.
+        for entry in read_jsonl(path, problems=[]):
             step = int(entry["step"])
             row = convert_step(step, entry.get("data", {}))
             # A step's validation and training metrics arrive in one line, but keep both if a

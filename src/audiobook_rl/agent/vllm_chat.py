@@ -1,0 +1,97 @@
+"""The ``vllm`` backend of the generate stage: offline batch generation with vLLM on one GPU.
+
+:class:`VLLMChat` is the agent's :class:`~.episode.ChatClient` (``chat`` and ``chat_batch``), so
+the same create → rewrite code as training and the ``hf`` backend runs on it. Prompts are rendered
+with the model's own chat template and tokenized exactly as the ``hf`` backend does
+(:func:`audiobook_rl.policy.tokenizer.prompt_ids`) and handed to vLLM as token ids, so both
+backends see identical prompts; ``temperature == 0`` is greedy decoding.
+
+vLLM needs the GPU environment (envs/gpu.yaml); without it :func:`client` stops with one sentence
+naming the config key and the fix.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import UserError
+from ..policy.tokenizer import prompt_ids
+from ..preflight import check_vllm
+from .episode import Reply
+
+log = logging.getLogger(__name__)
+
+# vLLM's share of the GPU's memory: generation is the only job on the GPU (resources.generate.gpu).
+GPU_MEMORY_UTILIZATION = 0.85
+
+
+def engine_args(model_dir: str, settings: dict) -> dict:
+    """Keyword arguments of ``vllm.LLM`` for the policy in ``model_dir``."""
+    return {
+        "model": str(model_dir),
+        "tokenizer": str(model_dir),
+        "dtype": "bfloat16",
+        "tensor_parallel_size": 1,
+        "gpu_memory_utilization": GPU_MEMORY_UTILIZATION,
+        "seed": settings["seed"],
+        "trust_remote_code": False,
+    }
+
+
+def sampling_args(temperature: float, max_tokens: int, seed: int | None, top_p: float = 1.0, top_k: int = 0) -> dict:
+    """Keyword arguments of ``vllm.SamplingParams``: greedy at temperature 0, else sampling with the
+    nucleus and top-k filters (vLLM writes "no top-k" as -1, this project as 0)."""
+    args = {"temperature": float(temperature), "max_tokens": int(max_tokens), "n": 1, "top_p": float(top_p),
+            "top_k": int(top_k) if top_k > 0 else -1}
+    if temperature > 0 and seed is not None:
+        args["seed"] = int(seed)  # per-request seed: same outputs whatever the batch composition
+    return args
+
+
+class VLLMChat:
+    """Chat completions from a ``vllm.LLM`` (``llm``), one ``generate`` call per batch."""
+
+    def __init__(self, llm, tokenizer, sampling_params_cls, *, seed: int | None = 0):
+        self.llm, self.tokenizer, self.sampling_params_cls, self.seed = llm, tokenizer, sampling_params_cls, seed
+        self.generated_tokens = 0
+
+    def chat(self, messages: list[dict], **sampling) -> Reply:
+        return self.chat_batch([messages], **sampling)[0]
+
+    def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int, top_p: float = 1.0,
+                   top_k: int = 0) -> list[Reply]:
+        prompts = [prompt_ids(self.tokenizer, m) for m in batch]
+        params = self.sampling_params_cls(**sampling_args(temperature, max_tokens, self.seed, top_p, top_k))
+        outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+        replies = [_reply(p, o) for p, o in zip(prompts, outputs)]
+        self.generated_tokens += sum(len(r.response_ids) for r in replies)
+        return replies
+
+
+def _reply(prompt: list[int], output) -> Reply:
+    """A :class:`Reply` from one ``vllm.RequestOutput`` (its first completion)."""
+    completion = output.outputs[0]
+    if completion.finish_reason == "length":
+        log.debug("a reply hit max_tokens (%d tokens)", len(completion.token_ids))
+    return Reply(completion.text, list(prompt), list(completion.token_ids))
+
+
+def client(model_dir: str, settings: dict, device: str) -> VLLMChat:
+    """The ``vllm`` backend of the generate stage: an engine for the policy in ``model_dir``."""
+    if device != "cuda":
+        raise UserError(
+            "config key 'generate.backend' is 'vllm', which needs a GPU; set 'resources.generate.gpu' to 1 "
+            "on a GPU machine or use 'generate.backend: hf'."
+        )
+    problems = check_vllm()
+    if problems:
+        raise UserError(
+            f"config key 'generate.backend' is 'vllm' but {problems[0][0].lower()}{problems[0][1:-1]}, "
+            "or set 'generate.backend: hf'."
+        )
+    import vllm
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    llm = vllm.LLM(**engine_args(model_dir, settings))
+    return VLLMChat(llm, tokenizer, vllm.SamplingParams, seed=settings["seed"])

@@ -1,0 +1,160 @@
+"""The Claude labeler through the real anthropic SDK against a loopback Messages API server:
+validation retries, failures naming the slice, resumable and free reruns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from loopback import Loopback, Reply, anthropic_message
+from loopback.scripts import fast_client_settings, slices, valid_label_reply
+
+from audiobook_rl import llm
+from audiobook_rl.errors import UserError
+from audiobook_rl.labeling import label_slices
+from audiobook_rl.labeling.claude import ClaudeLabeler
+from audiobook_rl.labeling.lexicon import build_lexicon
+from helpers import settings
+
+LABEL = settings("label", backend="claude", model="claude-opus-test", max_attempts=3)
+
+
+def llm_settings(server: Loopback, tmp_path: Path, **overrides) -> dict:
+    return fast_client_settings(server.url, tmp_path / "cache", **{"max_tries": 3, **overrides})
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-loopback-0123456789")
+
+
+def valid(kind, body, n) -> Reply:
+    return Reply(body=anthropic_message(valid_label_reply(body)))
+
+
+def test_labels_record_backend_model_and_prompt_hash(tmp_path):
+    items = slices(3)
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            lexicon = build_lexicon("".join(s.text for s in items))
+            records = label_slices(items, ClaudeLabeler(LABEL), lexicon)
+    assert [r["id"] for r in records] == ["s000", "s001", "s002"]
+    for r in records:
+        assert (r["backend"], r["model"]) == ("claude", "claude-opus-test")
+        assert (r["start"], r["end"]) == (items[int(r["id"][1:])].start, items[int(r["id"][1:])].end)
+        assert len(r["prompt_hash"]) == 16
+        assert "".join(seg["content"] for seg in r["script"]).startswith("第")
+    assert server.count == 3
+
+
+def test_malformed_reply_is_retried_with_the_validation_error_shown(tmp_path):
+    def respond(kind, body, n):
+        if n == 1:
+            return Reply(body=anthropic_message('[{"speaker": "旁白", "content": "x", "tone": "开心"}]'))
+        return valid(kind, body, n)
+
+    with Loopback(respond) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            [script] = ClaudeLabeler(LABEL).label(slices(1))
+    assert script and server.count == 2
+    retry = server.requests[1]["body"]["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "user"]
+    assert "lacks 'intensity'" in retry[2]["content"]  # the parser's problem, shown to the model
+
+
+def test_reply_that_drops_text_is_not_a_reference(tmp_path):
+    def respond(kind, body, n):
+        partial = json.loads(valid_label_reply(body))[:2]  # a valid array that omits most of the excerpt
+        return Reply(body=anthropic_message(json.dumps(partial, ensure_ascii=False)))
+
+    with Loopback(respond) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            with pytest.raises(UserError, match="slice s000:.*character F1"):
+                ClaudeLabeler(LABEL).label(slices(1))
+    assert server.count == 3
+
+
+def test_reply_that_never_validates_fails_the_stage_naming_the_slice(tmp_path):
+    items = slices(3)
+
+    def respond(kind, body, n):
+        if "第2回" in body["messages"][0]["content"]:
+            return Reply(body=anthropic_message("抱歉，我不能完成。"))
+        return valid(kind, body, n)
+
+    with Loopback(respond) as server:
+        with llm.session(llm_settings(server, tmp_path, concurrency=1)):
+            with pytest.raises(UserError, match=r"slice s001: claude-opus-test gave no valid reference script in 3"):
+                ClaudeLabeler(LABEL).label(items)
+
+
+def test_crash_after_k_of_n_then_rerun_sends_exactly_the_rest(tmp_path):
+    n, k = 6, 4
+
+    def crash_after_k(kind, body, i):
+        return valid(kind, body, i) if i <= k else Reply(401)  # e.g. the key was revoked mid-run
+
+    with Loopback(crash_after_k) as server:
+        with llm.session(llm_settings(server, tmp_path, concurrency=1)):
+            with pytest.raises(UserError, match="slice s004"):
+                ClaudeLabeler(LABEL).label(slices(n))
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path, concurrency=3)) as s:
+            scripts = ClaudeLabeler(LABEL).label(slices(n))
+    assert len(scripts) == n
+    assert server.count == n - k
+    assert s.usage.summary()["cache_hits"] == k
+
+
+def test_finished_stage_rerun_sends_nothing(tmp_path):
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            first = ClaudeLabeler(LABEL).label(slices(5))
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)) as s:
+            again = ClaudeLabeler(LABEL).label(slices(5))
+    assert again == first
+    assert server.count == 0 and s.usage.summary()["requests_sent"] == 0
+
+
+def test_validation_retries_are_cached_too(tmp_path):
+    # A slice that needed a second reply costs nothing on the rerun: both replies are cached.
+    def respond(kind, body, n):
+        return Reply(body=anthropic_message("not json")) if n == 1 else valid(kind, body, n)
+
+    with Loopback(respond) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            ClaudeLabeler(LABEL).label(slices(1))
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            ClaudeLabeler(LABEL).label(slices(1))
+    assert server.count == 0
+
+
+def test_missing_key_stops_before_any_slice_is_sent(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            with pytest.raises(
+                UserError, match="label.backend 'claude' needs the environment variable ANTHROPIC_API_KEY"
+            ):
+                ClaudeLabeler(LABEL)
+    assert server.count == 0
+
+
+def test_prompt_is_the_configured_file(tmp_path):
+    prompt = tmp_path / "label.md"
+    prompt.write_text("=== system ===\nSYSTEM-MARK\n=== user ===\nTEXT: {{text}}\n", encoding="utf-8")
+
+    def respond(kind, body, n):
+        text = body["messages"][0]["content"].removeprefix("TEXT: ")
+        return valid(kind, {"messages": [{"content": f"<excerpt>\n{text}\n</excerpt>"}]}, n)
+
+    with Loopback(respond) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            labeler = ClaudeLabeler({**LABEL, "prompt": str(prompt)})
+            labeler.label(slices(1))
+            default = ClaudeLabeler(LABEL)  # inside the session: its client's cache is in tmp_path
+    assert server.requests[0]["body"]["system"] == "SYSTEM-MARK"
+    assert labeler.prompt_hash != default.prompt_hash

@@ -1,0 +1,236 @@
+"""The rule-based labeler: speakers, tones, delays, and scripts that give back their excerpt."""
+
+import pytest
+
+from audiobook_rl.corpus import read_text, slice_text
+from audiobook_rl.labeling import label_slices
+from audiobook_rl.labeling.lexicon import Lexicon, build_lexicon
+from audiobook_rl.labeling.rules import UNKNOWN_SPEAKER, RuleLabeler
+from audiobook_rl.script import NARRATOR, TONES, dumps, joined_content, parse_script, reading_text
+
+from helpers import STORY
+
+
+def quotes(text: str, lexicon=None) -> list[tuple[str, str]]:
+    """(speaker, content) of every non-narration segment."""
+    script = RuleLabeler(lexicon).label_text(text)
+    return [(s.speaker, s.content) for s in script if s.speaker != NARRATOR]
+
+
+@pytest.fixture(scope="module")
+def story():
+    return read_text(STORY)[0]
+
+
+def test_every_script_reconstructs_its_excerpt_and_passes_the_schema(story):
+    labeler = RuleLabeler(build_lexicon(story))
+    for seed in range(10):
+        for s in slice_text(story, n=20, min_chars=100, max_chars=200, seed=seed):
+            script = labeler.label_text(s.text)
+            assert joined_content(script) == reading_text(s.text), s.id
+            assert parse_script(dumps(script)).ok
+
+
+def test_plain_and_verb_tags():
+    assert quotes("　　林青道：“走吧。”韩七笑道：“好。”") == [("林青", "走吧。"), ("韩七", "好。")]
+
+
+def test_listener_before_the_verb_is_not_the_speaker():
+    text = "　　沈墨白对林青道：“你来了。”林青问沈墨白道：“你等了多久？”那汉子对林青喝道：“站住！”苏晚晴看着林青道：“别去。”"
+    assert [s for s, _ in quotes(text)] == ["沈墨白", "林青", "汉子", "苏晚晴"]
+
+
+def test_subject_carried_over_from_an_earlier_clause():
+    text = "　　林青站起身来，拍了拍衣上的雪，笑道：“走吧。”沈墨白听了，沉吟半晌，道：“也好。”"
+    assert quotes(text) == [("林青", "走吧。"), ("沈墨白", "也好。")]
+
+
+def test_tag_after_the_quote_and_quote_tag_quote():
+    text = "　　“你来了。”沈墨白道，“坐吧。”\n\n　　“多谢。”林青道。"
+    assert quotes(text) == [("沈墨白", "你来了。"), ("沈墨白", "坐吧。"), ("林青", "多谢。")]
+
+
+def test_untagged_turns_alternate_between_two_speakers():
+    text = "　　林青道：“你是谁？”\n\n　　沈墨白道：“过路的。”\n\n　　“过路的？”\n\n　　“正是。”\n\n　　“去哪里？”"
+    assert [s for s, _ in quotes(text)] == ["林青", "沈墨白", "林青", "沈墨白", "林青"]
+
+
+def test_inner_thoughts_and_nested_quotes_belong_to_the_character():
+    text = "　　林青心中寻思道：“师父说过‘刀在人在’，我不能走。”"
+    [(speaker, content)] = quotes(text)
+    assert speaker == "林青" and content == "师父说过‘刀在人在’，我不能走。"
+    script = RuleLabeler().label_text(text)
+    assert script[-1].tone == "沉思"
+
+
+def test_descriptors_speak_without_their_demonstrative_or_number():
+    text = "　　那汉子道：“拿钱来。”众人齐声道：“好！”店小二笑道：“客官里面请。”两个公差喝道：“让开！”"
+    assert [s for s, _ in quotes(text)] == ["汉子", "众人", "店小二", "公差"]
+
+
+def test_unknown_speaker_when_nothing_tells():
+    assert quotes("　　“谁？”") == [(UNKNOWN_SPEAKER, "谁？")]
+
+
+def test_alias_table_from_the_text(story):
+    lexicon = build_lexicon(story)
+    assert lexicon.aliases == {"孤雁刀": "裴寒山"}
+    for name in ["陆青崖", "裴寒山", "孤雁刀", "钱百通", "柳含烟", "店小二"]:
+        assert name in lexicon.names
+
+
+def test_tone_follows_the_verb_and_punctuation():
+    script = RuleLabeler().label_text("　　林青喝道：“滚出去！”韩七冷笑道：“就凭你？”苏晚晴哭道：“师父……”")
+    tones = [(s.tone, s.intensity) for s in script if s.speaker != NARRATOR]
+    assert tones[0][0] == "愤怒" and tones[0][1] >= 4
+    assert tones[1][0] == "轻蔑"
+    assert tones[2][0] == "悲伤"
+    assert all(s.tone in TONES for s in script)
+
+
+def test_delays_are_longer_at_paragraph_ends_and_scene_breaks():
+    script = RuleLabeler().label_text("　　雪停了。风还在吹。\n\n　　林青道：“走吧。”\n\n　　＊　＊　＊\n\n　　天亮了。")
+    delays = {s.content: s.delay for s in script}
+    assert delays["雪停了。"] < delays["风还在吹。"]  # sentence end < paragraph end
+    assert delays["走吧。"] >= 1500  # before a scene break
+    assert all(0 <= s.delay <= 5000 for s in script)
+
+
+def test_label_records_carry_backend_model_and_aliases(story):
+    slices = slice_text(story, n=3, min_chars=100, max_chars=200, seed=1)
+    lexicon = build_lexicon(story)
+    records = label_slices(slices, RuleLabeler(lexicon), lexicon)
+    assert [r["id"] for r in records] == [s.id for s in slices]
+    assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v2" for r in records)
+    assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
+
+
+# Speakers in 水浒传. Each passage is a few sentences of the novel; the lexicon holds the names the
+# whole novel would give, so that each test checks the rules, not the name list.
+SHUIHU_NAMES = Lexicon(
+    names={
+        "宋江", "吴用", "李逵", "黑旋风", "戴宗", "燕青", "雷横", "朱仝", "鲁达", "郑屠", "李助", "王庆", "军汉",
+        "黄信", "花荣", "公孙胜", "罗真人", "庞万春", "晁盖", "王公", "太公", "客人", "汉子", "张三", "史进", "卢俊义", "郓哥",
+        "龚端", "阮小七", "石秀", "孙立",
+    }
+)  # fmt: skip
+
+
+def speakers(text: str) -> list[str]:
+    return [s for s, _ in quotes(text, SHUIHU_NAMES)]
+
+
+def test_name_span_leaves_out_demonstratives_numbers_and_the_words_around_it():
+    assert speakers("　　那张三道：“押司如何今日出来得早？”") == ["张三"]
+    assert speakers("　　那七个客人说道：“我只道有歹人出来。”") == ["客人"]
+    assert speakers("　　那个壮士穿一身红，骑一匹赤马，立在山坡前，大叫道：“今日我和你比试。”") == ["壮士"]
+    assert speakers("　　那挑酒的道：“不卖，不卖！”") == ["挑酒的"]
+    assert speakers("　　只见巷口酒店里酒保来说道：“董端公，一位官人请说话。”") == ["酒保"]
+    assert speakers("　　阵面上军士们递相厮觑道：“何曾见这等一对好汉厮杀！”") == ["军士们"]
+    # A nickname or title before a known name, and names no tag of the novel holds.
+    assert speakers("　　只见黑旋风李逵跳起身来，说道：“我与哥哥动手割这厮！”") == ["李逵"]
+    assert speakers("　　天子驾坐，殿头官喝道：“有事出班启奏。”") == ["殿头官"]
+    assert speakers("　　问其来故，浦文英说道：“闻知天师提兵去和宋兵战。”") == ["浦文英"]
+    assert speakers("　　王观察又捉了两家邻舍并房主人，同到州衙厅上回话道：“鲁提辖惧罪在逃。”") == ["王观察"]
+    assert speakers("　　闻焕章道：“他是在下同窗朋友。”") == ["闻焕章"]
+    # 大怒 after a name no list knows is the verb's, not the name's.
+    assert speakers("　　龚端见是黄达，大骂道：“贼亡八！”黄达大怒骂道：“捣你娘的肠子！”") == ["龚端", "黄达"]
+    assert speakers("　　那耶律得重奏道：“宋朝童子皇帝，差调宋江领兵前来征讨。”") == ["耶律得重"]
+    assert speakers("　　宋江道：“但请放心。”凌振谢道：“若得头领如此周全，死而瞑目。”") == ["宋江", "凌振"]
+    # 都 and 便 open clauses as adverbs, but 都管 and 都头 are people.
+    assert speakers("　　杨志道：“如今须不比太平时节。”都管道：“今日天下怎地不太平？”") == ["杨志", "都管"]
+    assert speakers("　　宋江道：“兄弟。”都头道：“押司何往？”") == ["宋江", "都头"]
+
+
+def test_manner_words_before_the_verb_are_not_names():
+    text = "　　张顺再钻向城边去。且又寻思道：“倘或城上有人。”那婆子旧性不改，便跳起身来喝道：“你这小猢狲！”"
+    assert speakers(text) == ["张顺", "婆子"]
+    story = "　　陆青崖斟了一碗酒，端着走到老和尚面前，恭恭敬敬地道：“大师，天寒地冻。”老和尚合十道：“阿弥陀佛。”"
+    assert [s for s, _ in quotes(story, Lexicon(names={"陆青崖"}))] == ["陆青崖", "老和尚"]
+
+
+def test_the_subject_of_a_passive_or_of_a_verb_of_appearing_speaks():
+    assert speakers("　　便起身要下楼。吃那婆子拦住道：“押司不要使这科段。”") == ["婆子"]
+    assert speakers("　　史文恭再回旧路，又转过玉麒麟卢俊义来，喝一声：“强贼待走那里去！”") == ["卢俊义"]
+    assert speakers("　　只见东北角树上，坐着一个人，听的叫声：“着！”") == ["一个人"]
+    assert speakers("　　江岸边早拥上三五百人在柳阴树下看。都道：“这黑大汉今番却着道儿。”") == ["三五百人"]
+    assert speakers("　　贼将滕戣，看见是女子，拍马出阵，大笑道：“宋江等真是草寇！”") == ["滕戣"]
+    assert speakers("　　李逵道：“老娘，且待过岭去。”娘道：“我日中吃了些干饭。”") == ["李逵", "娘"]
+
+
+def test_descriptor_speakers_are_not_resolved_to_a_listener_or_a_nearby_name():
+    assert speakers("　　李助密问一个相好的近侍，近侍附李助的耳说道：“大王久不到宫中了。”") == ["近侍"]
+    assert speakers("　　当下王庆道：“怎得个船只渡过去？”后面一个近侍指道：“大王，那里有渔船。”") == ["王庆", "近侍"]
+    assert speakers("　　那军汉中一个军校，接得酒肉过来看时，指着厢官骂道：“都是你这等好利之徒！”") == ["军校"]
+    assert speakers("　　武松吃罢饭。只见送饭的那个人来请道：“请都头去那壁房里安歇。”") == ["那个人"]
+    assert speakers("　　宋江在门缝里张时，只听得外面有人叫：“开庄门！”") == ["有人"]
+    assert speakers("　　宋江又听得那太公问道：“小郎，你那里去来？”") == ["太公"]
+    assert speakers("　　那船头上横叉的大汉便喝道：“前面是甚么梢公？”") == ["大汉"]
+    # A crew member answers his captain; a stranger who stops the crowd speaks, not the crowd.
+    text = "　　却叫水手道：“你且掇一瓶御酒过来。”阮小七道：“怎地好？”水手道：“船梢头有一桶白酒在那里。”"
+    assert speakers(text) == ["阮小七", "阮小七", "水手"]
+    text = "　　宋江等已掣剑在手，都欲自刎，猛见一个人走向前来，止住众人道：“休要如此，众人勿忧。”"
+    assert speakers(text) == ["一个人"]
+    # A troop appears, the man at its head shouts.
+    text = "　　山背后撞出一彪人马，当先拥出病尉迟孙立，拦住去路，厉声高叫：“我等你多时，好好下马受缚！”"
+    assert speakers(text) == ["孙立"]
+    text = "　　向那御屏风背后，转出一大臣，紫袍象简，高声喝道：“四边狼烟未息，中间又起祸胎！”"
+    assert speakers(text) == ["大臣"]
+    # The one seen coming is the one who speaks (宋江看时，见石秀…).
+    assert speakers("　　宋江看时，见石秀拈着口刀，奔到马前道：“哥哥休慌，兄弟已知路了。”") == ["石秀"]
+
+
+def test_a_missing_speaker_is_taken_from_the_next_lines_not_left_as_a_placeholder():
+    # The quote that opens the excerpt is answered by 花荣 speaking to 黄信: 黄信 said it.
+    assert speakers("　　“就要你同去，便解投青州。”花荣便对黄信说道：“都监赚我来。”") == ["黄信", "花荣"]
+    # The speaker goes on after a line of narration.
+    text = "　　先取一个红手帕铺在石上，道：“吾弟子可登。”公孙胜双脚踏在上面。罗真人把袖一拂，喝声道：“起！”"
+    assert speakers(text) == ["罗真人", "罗真人"]
+
+
+def test_people_sent_or_spoken_to_are_not_the_next_speaker():
+    assert speakers("　　宋江听了大喜，便请军师吴用商议：“如何定计？用甚良策？”") == ["宋江"]
+    assert speakers("　　次日，燕青换领布衫穿了。笼内取了一帕子金珠，分付戴宗道：“哥哥，小弟今日去干事。”") == ["燕青"]
+    assert speakers("　　黄信道：“你自去分辩。”便叫刘知寨点起一百寨兵防送。“就要你同去。”") == ["黄信", "黄信"]
+    assert speakers("　　鲁达再入一步，踏住胸脯，看着这郑屠道：“洒家始投老种经略相公。”") == ["鲁达"]
+    assert speakers("　　朱仝在里面，目视雷横说道：“你且去。”") == ["朱仝"]
+    text = "　　想起前日有那晁盖送来的金子，受了他一条在招文袋里，“何不就与那老儿做棺材钱？”宋江便道：“王公。”"
+    assert speakers(text) == ["宋江", "宋江"]
+
+
+def test_nobody_speaks_to_himself():
+    # The line calls 郓哥 and the next tag is 郓哥's: still the line is not his.
+    text = "　　便去身边取五两来银子，道：“郓哥，你把去与老爹做盘缠。”郓哥自心里想道：“这五两银子。”"
+    assert speakers(text) == [UNKNOWN_SPEAKER, "郓哥"]
+    # The one a tag asks is not the one who asks.
+    assert speakers("　　宋江问了地名。便问庄客：“柴大官人在庄上也不？”庄客答道：“不在。”") == ["宋江", "庄客"]
+
+
+def test_groups_speak_as_the_names_they_stand_for():
+    assert speakers("　　宋江、吴用见说，大惊道：“此间只隔得五里远近。”") == ["宋江、吴用"]
+    assert speakers("　　宋江、戴宗见了，吃了一惊。二人答道：“正是。”") == ["宋江、戴宗"]
+    assert speakers("　　次日，两个牌军又去他亲戚之家访问。两个恐怕连累，只得去首告：“王教头在逃。”") == ["牌军"]
+
+
+def test_quoted_words_that_nobody_says_are_read_by_the_narrator():
+    text = "　　马上来的将军，号旗上写的分明：“巡哨都头领没羽箭张清。”琼英听了“宿世姻缘”四字，羞赧无地。"
+    text += "引军皂旗上书银字：“大将曲利出清”，跃马阵前搦战。降下冰雹，望“圣水”“神火”军中乱打下来。"
+    text += "再说“没羽箭”张清同琼英去了。《推背图》上道：“十千加一点，冬尽始称尊。”"
+    script = RuleLabeler(SHUIHU_NAMES).label_text(text)
+    assert all(s.speaker == NARRATOR for s in script)
+    assert "巡哨都头领没羽箭张清。" in [s.content for s in script]
+    assert joined_content(script) == reading_text(text)
+
+
+def test_lexicon_keeps_names_not_the_words_around_them():
+    tags = "　　那人便道：“走。”那人便道：“走。”军师吴用道：“好。”军师吴用道：“好。”吴用道：“是。”吴用道：“是。”"
+    tags += "九纹龙史进道：“来。”九纹龙史进道：“来。”史进道：“去。”史进道：“去。”那汉子道：“嗯。”那汉子道：“嗯。”"
+    tags += "闻焕章道：“是。”王定六道：“好。”王定六道：“好。”王定道：“走。”高声喝道：“住！”"
+    names = build_lexicon(tags).names
+    # 闻焕章 is tagged once, right before the verb; 王定 is a cut 王定六, 高声 a manner word.
+    assert {"吴用", "史进", "汉子", "闻焕章", "王定六"} <= names
+    assert not names & {"人便", "军师吴用", "九纹龙史", "九纹龙史进", "那汉子", "王定", "高声"}
+    # Tagged once: a four-character name with a two-character surname, a name before 大怒.
+    names = build_lexicon("　　那耶律得重奏道：“臣请死！”黄达大怒骂道：“贼！”凌振谢道：“是。”凌振谢道：“是。”").names
+    assert {"耶律得重", "黄达", "凌振"} <= names and not names & {"黄达大", "凌振谢"}

@@ -1,0 +1,167 @@
+"""The verl backend's orchestration around ``trainer.fit``, driven through Agent Lightning's real
+training loop with verl's real checkpoints and dataloader (tests/helpers/agl_loop.py; only the
+rollouts, the update and the FSDP shards are stubbed): the config it hands over, the environment the
+training process gets, one log per attempt, resume and its fingerprint, and the outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from audiobook_rl import preflight
+from audiobook_rl.errors import UserError
+from audiobook_rl.files import read_jsonl
+from audiobook_rl.training import TrainingJob, verl_backend
+from audiobook_rl.training.verl_daemon import RewardedGroupsDaemon
+from helpers import make_judge, seed_config
+from helpers.agl_loop import FakeAgentLightning, Killed, clean_env, logged_steps, rows
+
+# 16 rows in batches of 8: 2 steps per epoch, so every save (every 2 steps) falls on an epoch's end.
+TRAIN = {**seed_config()["train"], "total_steps": 6, "save_freq": 2, "test_freq": 2}
+TRAIN_ROWS, VAL_ROWS = rows(16), rows(4, "v")
+
+
+@pytest.fixture
+def backend(monkeypatch):
+    """run_verl with Agent Lightning replaced by its loop on CPU; returns a function making the fake."""
+    clean_env(monkeypatch, [*verl_backend.training_env("x"), verl_backend.RAY_JOB_CONFIG])
+    monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
+    monkeypatch.setattr(verl_backend.gpus, "claim", lambda *a, **k: [])
+    started = []
+    monkeypatch.setattr(verl_backend, "start_local_ray", lambda: started.append(True))
+
+    def use(kill_at=None):
+        fake = FakeAgentLightning(kill_at)
+        fake.ray_started = started
+        monkeypatch.setattr(verl_backend, "_agentlightning", lambda: fake)
+        return fake
+
+    return use
+
+
+def run(out, train=TRAIN, fp="run-a", **kw):
+    return verl_backend.run_verl(train, "agent", TRAIN_ROWS, VAL_ROWS, model_path=out.parent / "step_0",
+                                 out_dir=out, fingerprint=fp, **kw)
+
+
+def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path, backend, monkeypatch):
+    fake = backend()
+    out = tmp_path / "results" / "train"
+    metrics, summary = run(out)
+
+    loop = fake.fits[-1]
+    assert loop.config.trainer.default_local_dir == str((out / "checkpoints").resolve())
+    assert loop.config.actor_rollout_ref.model.path == str((tmp_path / "results" / "step_0").resolve())
+    # rollouts without a reward drop their group instead of scoring 0
+    assert fake.daemon_classes == [RewardedGroupsDaemon]
+    assert os.environ["VERL_FILE_LOGGER_PATH"] == str((out / "verl_logs" / "attempt_001.jsonl").resolve())
+    assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    # litellm 1.80 and Agent Lightning 0.3.0 read no master-key variable: none is set
+    assert "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY" not in os.environ
+    # the same variables reach Ray's workers, also those of a cluster started elsewhere (tests/test_training_verl_ray.py)
+    ray_env = json.loads(os.environ[verl_backend.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
+    assert ray_env["VERL_FILE_LOGGER_PATH"] == os.environ["VERL_FILE_LOGGER_PATH"]
+    # one node and no RAY_ADDRESS: a Ray of this job's own is started before Agent Lightning's ray.init
+    assert fake.ray_started == [True]
+    assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in metrics if "val_reward" in m] == [0, 2, 4, 6]
+    assert summary["saved_steps"] == [2, 4, 6]
+    assert (summary["best_step"], summary["best_of"]) == (6, "saved steps")
+
+    # the stage entry writes both declared outputs (a finished run: nothing is trained again)
+    agents = []
+    monkeypatch.setitem(sys.modules, "audiobook_rl.agent.lightning", SimpleNamespace(
+        ContextLimit=lambda tokenizer, n: ("limit", n), make_agent=lambda *a, **k: agents.append(k) or "agent"))
+    verl_backend.train_stage(job(tmp_path, out))
+    # the agent skips calls longer than verl's vLLM context: max_prompt_tokens + rollout.max_tokens
+    assert agents[0]["limit"] == ("limit", TRAIN["verl"]["max_prompt_tokens"] + TRAIN["rollout"]["max_tokens"])
+    assert read_jsonl(out / "metrics.jsonl")[-1]["step"] == 6
+    assert json.loads((out / "summary.json").read_text())["backend"] == "verl"
+    assert len(fake.fits) == 1
+
+
+def job(tmp_path: Path, out: Path) -> TrainingJob:
+    return TrainingJob(settings=TRAIN, judge=make_judge(), prompts=None, train_rows=TRAIN_ROWS, val_rows=VAL_ROWS,
+                       policy_dir=str(_tokenizer_dir(tmp_path)), metrics_path=str(out / "metrics.jsonl"),
+                       summary_path=str(out / "summary.json"), fingerprint="run-a", gpus=2, threads=1)
+
+
+def test_the_training_stage_stops_on_a_machine_without_the_stack_before_importing_anything(tmp_path, monkeypatch):
+    """No GPU, no vLLM (whatever this machine has): train_stage raises the preflight's sentences,
+    nothing else runs."""
+    monkeypatch.setattr(preflight, "installed", lambda name: None)
+    monkeypatch.setattr(preflight, "gpu_count", lambda: 0)
+    monkeypatch.delitem(sys.modules, "audiobook_rl.agent.lightning", raising=False)
+    out = tmp_path / "train"
+    with pytest.raises(UserError) as err:
+        verl_backend.train_stage(job(tmp_path, out))
+    text = str(err.value)
+    assert "vllm is not installed" in text and "'train.gpus_per_node' needs 2 GPU(s)" in text
+    assert "audiobook_rl.agent.lightning" not in sys.modules and not out.exists()
+
+
+def _tokenizer_dir(tmp_path: Path) -> Path:
+    """A policy tokenizer the stage can load offline."""
+    from audiobook_rl.policy.tokenizer import train_tokenizer
+
+    path = tmp_path / "tokenizer"
+    train_tokenizer(["林青推门进来，笑道：“今晚的酒，我请了。”"] * 4, vocab_size=300).save_pretrained(path)
+    return path
+
+
+@pytest.mark.slow  # two verl training runs end to end
+def test_a_finished_run_is_not_trained_again(tmp_path, backend):
+    out = tmp_path / "train"
+    first = backend()
+    metrics, summary = run(out)
+    assert [s for s, _ in first.fits[0].trained] == [1, 2, 3, 4, 5, 6]
+
+    # verl would resume from step 6, and Agent Lightning would train a step 7 and save global_step_7
+    again = backend()
+    metrics2, summary2 = run(out)
+    assert again.fits == []
+    assert (metrics2, summary2) == (metrics, summary)
+    assert not (out / "checkpoints" / "global_step_7").exists()
+
+
+def test_other_settings_or_inputs_start_over_instead_of_resuming(tmp_path, backend, caplog):
+    out = tmp_path / "train"
+    backend()
+    run(out)
+    retrain = backend()
+    metrics, summary = run(out, train={**TRAIN, "lr": 3e-6}, fp="run-b")
+
+    # the new run trained every step from the start; nothing of the old one is merged in
+    assert [s for s, _ in retrain.fits[0].trained] == [1, 2, 3, 4, 5, 6]
+    assert [p.name for p in sorted((out / "verl_logs").glob("*.jsonl"))] == ["attempt_001.jsonl"]
+    assert logged_steps(out / "verl_logs") == [0, 1, 2, 3, 4, 5, 6]
+    assert json.loads((out / "checkpoints" / "run.json").read_text()) == {"fingerprint": "run-b"}
+    assert "holds checkpoints of other settings or inputs: starting over" in caplog.text
+
+
+@pytest.mark.slow  # three verl training runs end to end (about two minutes)
+def test_resume_after_a_kill_at_an_epoch_end_trains_the_remaining_steps(tmp_path, backend):
+    """verl 0.6.1's own loop resumes from a checkpoint at an epoch's end into no steps at all; Agent
+    Lightning's loop (the one that runs) reaches the last step, each epoch on every row once."""
+    whole = backend()
+    run(tmp_path / "whole")
+    uninterrupted = whole.fits[0].trained
+
+    out = tmp_path / "killed"
+    killed = backend(kill_at=5)  # after the checkpoint of step 4, at the end of epoch 2
+    with pytest.raises(Killed):
+        run(out)
+    assert killed.fits[0].trained == uninterrupted[:4]
+    resumed = backend()
+    metrics, summary = run(out)
+    assert [s for s, _ in resumed.fits[0].trained] == [5, 6]
+    assert sorted(r for _, ids in resumed.fits[0].trained for r in ids) == sorted(x["row_id"] for x in TRAIN_ROWS)
+    assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6] and summary["saved_steps"] == [2, 4, 6]
+    # What differs (the restored sampler replays the shuffle of the epoch that ended): the batches
+    # after the resume are those of epoch 2 again, not the uninterrupted run's epoch 3.
+    assert resumed.fits[0].trained[0][1] == uninterrupted[2][1]

@@ -1,0 +1,68 @@
+"""Rollouts without a reward (a judge that kept failing, a skipped over-long call) never become a
+0 reward: Agent Lightning's own batch building, with their task's whole group marked for the drop
+that its trainer applies after the advantages, and the rewards averaged over real ones only."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from helpers import seed_config
+
+from agentlightning import RolloutLegacy, Triplet  # noqa: E402
+from agentlightning.verl.daemon import AgentModeDaemon  # noqa: E402
+
+from audiobook_rl.training.verl_daemon import RewardedGroupsDaemon  # noqa: E402
+
+# Two tasks (groups) of two rollouts each, create + rewrite per rollout: task B's judge failed once.
+REWARDS = {("A", 0): 0.75, ("A", 1): 0.25, ("B", 0): 0.5, ("B", 1): None}
+
+
+def daemon(cls, is_train=True, rewards=REWARDS):
+    d = cls.__new__(cls)  # no store, proxy or server: only the batch building is exercised
+    d.mode, d.trace_aggregator, d.pad_token_id, d.reward_fillna_value = "v1", {"level": "transition"}, 0, 0.0
+    d._use_mrope, d.processor, d.is_train = False, None, is_train
+    d._completed_rollouts_v0, d._task_id_to_original_sample = {}, {}
+    for (task, k), reward in rewards.items():
+        rid = f"{task}{k}"
+        d._task_id_to_original_sample[rid] = {"data_id": task, "data_source": "audiobook"}
+        triplets = [Triplet(prompt={"token_ids": [1, 2, 3]}, response={"token_ids": [4, 5]}, reward=None),
+                    Triplet(prompt={"token_ids": [1, 2, 3, 4]}, response={"token_ids": [6, 7]}, reward=reward)]
+        d._completed_rollouts_v0[rid] = RolloutLegacy(rollout_id=rid, final_reward=reward, triplets=triplets)
+    d._total_tasks_queued = len(rewards)
+    return d
+
+
+def train_batch(cls, rewards=REWARDS):
+    batch, metrics = daemon(cls, rewards=rewards).get_train_data_batch(16, 8, torch.device("cpu"), global_steps=7)
+    groups = list(batch.non_tensor_batch["data_id_list"])
+    dropped = batch.batch["is_drop_mask"].tolist()
+    return groups, dropped, metrics
+
+
+def test_a_group_with_a_rollout_without_reward_leaves_the_update_and_is_counted():
+    groups, dropped, metrics = train_batch(RewardedGroupsDaemon)
+    assert [g for g, d in zip(groups, dropped) if d] == ["B"] * 4  # both rollouts of B, both calls each
+    assert not any(d for g, d in zip(groups, dropped) if g == "A")
+    assert metrics["training/n_groups_dropped"] == 1 and metrics["training/n_rollouts_without_reward"] == 1
+    assert metrics["training/reward"] == pytest.approx((0.75 + 0.25 + 0.5) / 3)  # real rewards only
+
+
+def test_agent_lightning_alone_would_train_on_a_made_up_zero():
+    groups, dropped, metrics = train_batch(AgentModeDaemon)
+    assert not any(dropped)
+    assert metrics["training/reward"] == pytest.approx((0.75 + 0.25 + 0.5 + 0.0) / 4)
+
+
+def test_the_validation_reward_is_the_mean_of_real_rewards():
+    metrics = daemon(RewardedGroupsDaemon, is_train=False).get_test_metrics()
+    assert metrics["val/reward"] == pytest.approx(0.5) and metrics["val/n_rollouts_without_reward"] == 1
+
+
+def test_a_step_where_no_task_has_a_reward_stops_instead_of_training_on_nothing():
+    none = {key: None for key in REWARDS}
+    with pytest.raises(RuntimeError, match="no rollout of any task has a reward"):
+        train_batch(RewardedGroupsDaemon, none)
+    assert math.isnan(daemon(RewardedGroupsDaemon, is_train=False, rewards=none).get_test_metrics()["val/reward"])
