@@ -43,11 +43,11 @@ def hand_iqm(values):
     [
         ([3], 3.0),
         ([1, 5], 3.0),
-        ([9, 1, 5], 5.0),  # n ≤ 3: nothing trimmed, the IQM is the mean
+        ([9, 1, 2], 4.0),  # n ≤ 3: nothing trimmed, the IQM is the mean (not the median 2)
         ([4, 1, 3, 100], 3.5),
         ([1, 2, 3, 7, 10], 4.0),  # n = 5: drop one each end (a fractional trim would give 3.9)
         ([1, 2, 3, 4, 5, 60], 3.5),
-        ([0, 1, 2, 3, 4, 5, 70], 3.0),
+        ([0, 1, 2, 3, 4, 50, 70], 12.0),  # n = 7: ⌊7/4⌋ = 1 each end, not round(1.75) = 2
         ([80, 0, 1, 2, 3, 4, 5, 6], 3.5),  # n = 8: drop two each end
         ([0, 1, 2, 3, 4, 5, 6, 7, 90], 4.0),
     ],

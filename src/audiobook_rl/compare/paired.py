@@ -57,7 +57,8 @@ def differences(checkpoint: Mapping[str, object], base: Mapping[str, object]) ->
 
 
 def wins(checkpoint: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """1 where the checkpoint scores higher, ½ on a tie, 0 where it scores lower."""
+    """1 where the checkpoint scores higher, ½ on a tie, 0 where it scores lower (elementwise,
+    broadcasting: the one definition of a win, per slice here and per pair of seeds in :mod:`.seeds`)."""
     a, b = rounded(checkpoint), rounded(base)
     return (a > b) + 0.5 * (a == b)
 

@@ -27,7 +27,7 @@ share the same trained weights. Each resample, per arm:
 
 Two arms are resampled independently (as ``rliable.library.StratifiedIndependentBootstrap``
 does for probability of improvement). Draws, from ``numpy.random.default_rng(seed)``, arm by arm:
-``pick = rng.integers(0, S, size=(samples, S))`` over the seeds in sorted order; then, if
+``pick = rng.integers(0, S, size=(samples, S))`` over the seeds sorted by ``str(seed)``; then, if
 ``resample_slices``, for each seed in that order ``rng.integers(0, n_s, size=(samples, S, n_s))``
 over its finite slice gains in sorted slice-id order, of which position ``(r, k)`` is used when
 ``pick[r, k]`` names that seed.
@@ -50,7 +50,7 @@ import numpy as np
 
 from ..report.load import finite_number
 from . import bootstrap
-from .ranks import rounded
+from .paired import wins
 
 MIN_SEEDS = 4
 
@@ -85,11 +85,10 @@ class ArmComparison:
 
 def iqm(values) -> float:
     """Interquartile mean as rliable computes it: drop ⌊n/4⌋ values from each end, average the rest."""
-    x = np.sort(np.asarray(values, dtype=float))
+    x = np.asarray(values, dtype=float)
     if x.size == 0:
         raise ValueError("the interquartile mean of no values is undefined")
-    cut = x.size // 4
-    return float(x[cut : x.size - cut].mean())
+    return float(_iqm_rows(x[None, :])[0])
 
 
 def probability_of_improvement(x, y) -> float:
@@ -185,7 +184,8 @@ def _too_few(arms: dict[str, _Arm], min_seeds: int) -> str | None:
 
 
 def _iqm_rows(reps: np.ndarray) -> np.ndarray:
-    """The IQM of each row (same trimming as :func:`iqm`)."""
+    """The IQM of each row: sorted, ⌊n/4⌋ dropped from each end (``n // 4`` is ``int(0.25 * n)``,
+    scipy's cut, exactly), the rest averaged."""
     x = np.sort(reps, axis=1)
     cut = x.shape[1] // 4
     return x[:, cut : x.shape[1] - cut].mean(axis=1)
@@ -193,5 +193,4 @@ def _iqm_rows(reps: np.ndarray) -> np.ndarray:
 
 def _poi(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Row-wise P(X > Y) of (R, n_x) against (R, n_y), ties half."""
-    a, b = rounded(x)[:, :, None], rounded(y)[:, None, :]
-    return ((a > b) + 0.5 * (a == b)).mean(axis=(1, 2))
+    return wins(x[:, :, None], y[:, None, :]).mean(axis=(1, 2))
