@@ -73,17 +73,20 @@ def test_every_pair_of_three_judges_in_name_order():
     assert pairs[2].overall.spearman == pytest.approx(1.0)  # a judge agrees with itself
 
 
-def gains(step, deltas, base=(0.2, 0.3, 0.4, 0.5, 0.3, 0.2)):
-    return [row(step, f"v{i}", round(b + d, 4)) for i, (b, d) in enumerate(zip(base, deltas))] + [
-        row(0, f"v{i}", b) for i, b in enumerate(base)]
+BASE = (0.2, 0.3, 0.4, 0.5, 0.3, 0.2)
+BASE_ROWS = [row(0, f"v{i}", b) for i, b in enumerate(BASE)]
+
+
+def moved(step, deltas):
+    return [row(step, f"v{i}", round(b + d, 4)) for i, (b, d) in enumerate(zip(BASE, deltas))]
 
 
 def test_a_gain_under_one_judge_only_is_flagged():
     up = [0.2, 0.25, 0.15, 0.2, 0.3, 0.1]
     mixed = [0.1, -0.1, 0.05, -0.05, 0.1, -0.1]
     judges = {
-        "rubric": by_step(gains(10, up) + gains(20, up)[:6]),
-        "glm": by_step(gains(10, mixed) + gains(20, up)[:6]),
+        "rubric": by_step(BASE_ROWS + moved(10, up) + moved(20, up)),
+        "glm": by_step(BASE_ROWS + moved(10, mixed) + moved(20, up)),
     }
     checks = one_judge_gains(judges, samples=500)
     assert [c.step for c in checks] == [10, 20]
@@ -97,7 +100,7 @@ def test_a_gain_under_one_judge_only_is_flagged():
 
 def test_a_judge_without_enough_slices_counts_neither_way():
     up = [0.2, 0.25, 0.15, 0.2, 0.3, 0.1]
-    judges = {"rubric": by_step(gains(10, up)), "glm": by_step([row(10, "v0", 0.9), row(0, "v0", 0.1)])}
+    judges = {"rubric": by_step(BASE_ROWS + moved(10, up)), "glm": by_step([row(10, "v0", 0.9), row(0, "v0", 0.1)])}
     (check,) = one_judge_gains(judges, samples=200)
     assert check.moved == {"glm": "too few", "rubric": "up"}
     assert not check.flagged
