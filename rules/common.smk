@@ -152,6 +152,42 @@ def config_hash():
     return config_digest(config)
 
 
+# Where each split's evaluation lives: validation keeps results/eval/step_{N}/, test goes below it.
+EVAL_DIRS = {"val": "", "test": "test/"}
+
+
+def eval_splits():
+    """The splits every evaluated checkpoint is generated on and judged on: validation, and test when
+    `split.n_test` asks for one."""
+    return ["val"] + (["test"] if config["split"]["n_test"] else [])
+
+
+def eval_dir(split, step="{step}"):
+    """results/eval/[test/]step_{step}: one evaluated checkpoint on one split."""
+    return f"{RESULTS}/eval/{EVAL_DIRS[split]}step_{step}"
+
+
+def generate_inputs(split):
+    """Inputs of rule generate on ``split``: the checkpoint, the split's tasks, the agent's prompts."""
+    return {
+        "model": f"{RESULTS}/models/step_{{step}}",
+        "tasks": f"{RESULTS}/data/{split}.parquet",
+        "create_prompt": agent_prompt("create"),
+        "rewrite_prompt": agent_prompt("rewrite"),
+        "code": code("generate"),
+    }
+
+
+def judge_inputs(split):
+    """Inputs of rule judge on ``split``: the outputs and the references (as training reads them)."""
+    return {
+        "outputs": f"{eval_dir(split)}/outputs.jsonl",
+        "tasks": f"{RESULTS}/data/{split}.parquet",
+        "prompt": prompts("judge"),
+        "code": code("judge"),
+    }
+
+
 def eval_steps():
     """The checkpoints that are exported, generated from and judged (step 0 = the base policy)."""
     return [0] + sorted(config["eval"]["steps"])

@@ -22,13 +22,9 @@ rule export_checkpoint:
 
 rule generate:
     input:
-        model=f"{RESULTS}/models/step_{{step}}",
-        val=f"{RESULTS}/data/val.parquet",
-        create_prompt=agent_prompt("create"),
-        rewrite_prompt=agent_prompt("rewrite"),
-        code=code("generate"),
+        **generate_inputs("val"),
     output:
-        f"{RESULTS}/eval/step_{{step}}/outputs.jsonl",
+        f"{eval_dir('val')}/outputs.jsonl",
     log:
         f"{LOGS}/generate/step_{{step}}.log",
     conda:
@@ -42,3 +38,13 @@ rule generate:
         generate=config["generate"],
     script:
         "../scripts/generate.py"
+
+
+# The same checkpoints on the held-out test slices (split.n_test > 0).
+use rule generate as generate_test with:
+    input:
+        **generate_inputs("test"),
+    output:
+        f"{eval_dir('test')}/outputs.jsonl",
+    log:
+        f"{LOGS}/generate/test/step_{{step}}.log",

@@ -1,12 +1,8 @@
 rule judge:
     input:
-        outputs=f"{RESULTS}/eval/step_{{step}}/outputs.jsonl",
-        # the references, as training reads them
-        val=f"{RESULTS}/data/val.parquet",
-        prompt=prompts("judge"),
-        code=code("judge"),
+        **judge_inputs("val"),
     output:
-        f"{RESULTS}/eval/step_{{step}}/scores.jsonl",
+        f"{eval_dir('val')}/scores.jsonl",
     log:
         f"{LOGS}/judge/step_{{step}}.log",
     conda:
@@ -18,3 +14,12 @@ rule judge:
         llm=llm_settings,
     script:
         "../scripts/judge.py"
+
+
+use rule judge as judge_test with:
+    input:
+        **judge_inputs("test"),
+    output:
+        f"{eval_dir('test')}/scores.jsonl",
+    log:
+        f"{LOGS}/judge/test/step_{{step}}.log",

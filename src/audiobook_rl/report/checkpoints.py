@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..compare.paired import Paired, direction, paired
 from ..judging import DIMENSIONS
 from ..judging.diversity import Diversity, diversity
 from ..judging.rubric import speaker_accuracy
@@ -41,8 +42,7 @@ class CheckpointRow:
     diversity: Diversity
     overall_by_id: dict[str, float] = field(default_factory=dict)
     change_pct: float | None = None  # vs the baseline's mean
-    diff: float | None = None  # paired mean difference vs the baseline
-    diff_ci: tuple[float, float] | None = None
+    vs_base: Paired | None = None  # paired comparison with the baseline (None for the baseline itself)
     vs_baseline: str = "unclear"  # better / worse / unclear, by :func:`compare`
     is_best: bool = False
     is_baseline: bool = False
@@ -50,6 +50,15 @@ class CheckpointRow:
     @property
     def speaker_accuracy(self) -> float | None:
         return self.quotes_right / self.quotes if self.quotes else None
+
+    @property
+    def diff(self) -> float | None:
+        """Paired mean difference to the baseline over the slices both scored."""
+        return None if self.vs_base is None else self.vs_base.mean_diff
+
+    @property
+    def diff_ci(self) -> tuple[float, float] | None:
+        return None if self.vs_base is None else self.vs_base.diff_ci
 
 
 def final_notes(output: dict) -> dict:
@@ -113,21 +122,27 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
     )
 
 
-def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict) -> tuple[float | None, tuple[float, float] | None]:
-    """Mean of ``a - b`` over the slices both scored, and its paired bootstrap interval."""
-    diff, ci, _ = stats.paired_diff_ci(
-        a.overall_by_id, b.overall_by_id, settings["bootstrap_samples"], settings["bootstrap_seed"] + a.step, settings["confidence"]
+# The report's words for :func:`..compare.paired.direction`.
+VERDICTS = {"up": "better", "down": "worse", "flat": "unclear", "too few": "unclear"}
+
+
+def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict) -> Paired:
+    """``a`` against ``b`` on the slices both scored (:func:`..compare.paired.paired`), seeded by
+    ``a``'s step so every comparison of a checkpoint draws the same resamples."""
+    return paired(
+        a.overall_by_id,
+        b.overall_by_id,
+        samples=settings["bootstrap_samples"],
+        seed=settings["bootstrap_seed"] + a.step,
+        confidence=settings["confidence"],
     )
-    return (None if diff != diff else diff), ci  # NaN: no slice scored at both steps
 
 
-def compare(diff: float | None, ci: tuple[float, float] | None, settings: dict) -> str:
+def compare(p: Paired, settings: dict) -> str:
     """The one rule by which the report calls two checkpoints different: ``better`` (``worse``)
     when the paired interval lies above (below) 0 and the difference is at least
-    ``report.overfit_min_drop``; else ``unclear``."""
-    if diff is None or ci is None or abs(diff) < settings["overfit_min_drop"]:
-        return "unclear"
-    return "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "unclear"
+    ``report.overfit_min_drop`` (:func:`..compare.paired.direction`); else ``unclear``."""
+    return VERDICTS[direction(p, settings["overfit_min_drop"])]
 
 
 def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
@@ -138,8 +153,8 @@ def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
     for r in rows:
         r.change_pct = stats.relative_change(r.mean, base.mean)
         if r is not base:
-            r.diff, r.diff_ci = paired_diff(r, base, settings)
-            r.vs_baseline = compare(r.diff, r.diff_ci, settings)
+            r.vs_base = paired_diff(r, base, settings)
+            r.vs_baseline = compare(r.vs_base, settings)
     best = best_row(rows)
     if best is not None:
         best.is_best = True

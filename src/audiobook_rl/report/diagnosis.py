@@ -156,7 +156,8 @@ def overfitting_note(c: Curves, rows: list[CheckpointRow], settings: dict) -> No
         peak = _curve_drop(c, min_drop)
         tail = f" ({peak}; the evaluated checkpoints do not bracket that drop, so it is not tested)" if peak else ""
         return Note("ok", f"No sign of over-fitting: the last evaluated checkpoint, step {last.step}, scores highest{tail}.")
-    diff, ci = paired_diff(last, best, settings)
+    drop = paired_diff(last, best, settings)
+    diff, ci = drop.mean_diff, drop.diff_ci
     if ci is None:
         return Note(
             "ok",
@@ -167,7 +168,7 @@ def overfitting_note(c: Curves, rows: list[CheckpointRow], settings: dict) -> No
         f"step {last.step} scores {fmt(last.mean)} against {fmt(best.mean)} at step {best.step}, the best checkpoint: "
         f"{diff:+.3f} ({settings['confidence']:.0%} paired interval {ci[0]:+.3f} to {ci[1]:+.3f})"
     )
-    if compare(diff, ci, settings) != "worse":
+    if compare(drop, settings) != "worse":
         why = "which includes 0, so the drop is within noise" if ci[1] >= 0 else f"a drop smaller than report.overfit_min_drop ({min_drop})"
         return Note("ok", f"No clear sign of over-fitting: {where}, {why}.")
     rise = _train_rise(c, best.step, last.step)
@@ -273,7 +274,7 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
     ties = [
         str(r.step)
         for r in rows[1:]
-        if r is not best and r.mean is not None and compare(*paired_diff(r, best, settings), settings) == "unclear"
+        if r is not best and r.mean is not None and compare(paired_diff(r, best, settings), settings) == "unclear"
     ]
     if ties:
         out.append(
