@@ -167,6 +167,14 @@ def eval_dir(split, step="{step}"):
     return f"{RESULTS}/eval/{EVAL_DIRS[split]}step_{step}"
 
 
+def eval_files(split, name):
+    """``name`` (outputs.jsonl, scores.jsonl) of every evaluated step on ``split``; none when the
+    split is not evaluated (no test set)."""
+    if split not in eval_splits():
+        return []
+    return [f"{eval_dir(split, step)}/{name}" for step in eval_steps()]
+
+
 def generate_inputs(split):
     """Inputs of rule generate on ``split``: the checkpoint, the split's tasks, the agent's prompts."""
     return {

@@ -4,8 +4,12 @@ rule report:
         labels=f"{RESULTS}/labels.jsonl",
         val=f"{RESULTS}/data/val.parquet",
         policy=f"{RESULTS}/models/step_0",  # its config.json names the base policy
-        outputs=expand(f"{RESULTS}/eval/step_{{step}}/outputs.jsonl", step=eval_steps()),
-        scores=expand(f"{RESULTS}/eval/step_{{step}}/scores.jsonl", step=eval_steps()),
+        test=f"{RESULTS}/data/test.parquet",
+        outputs=eval_files("val", "outputs.jsonl"),
+        scores=eval_files("val", "scores.jsonl"),
+        # the held-out test slices (none when split.n_test is 0)
+        test_outputs=eval_files("test", "outputs.jsonl"),
+        test_scores=eval_files("test", "scores.jsonl"),
         template=str(repo_file("src/audiobook_rl/report/template.html")),
         code=code("report"),
     output:

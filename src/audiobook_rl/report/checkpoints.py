@@ -1,4 +1,5 @@
-"""One row per evaluated checkpoint: the judge's scores and the output checks on the validation set.
+"""One row per evaluated checkpoint: the judge's scores and the output checks on one split (the
+validation slices, or the held-out test slices).
 
 Judge failures (``overall`` null, ``error`` set) are counted and left out of every mean; they
 are never read as a score of 0. Besides the judge's numbers, each row measures the outputs
@@ -46,6 +47,9 @@ class CheckpointRow:
     vs_baseline: str = "unclear"  # better / worse / unclear, by :func:`compare`
     is_best: bool = False
     is_baseline: bool = False
+    # The score the best checkpoint is chosen by: the validation mean, also for a row of the test set,
+    # whose own mean never chooses (that would make its headline optimistic again).
+    chosen_by: float | None = None
 
     @property
     def speaker_accuracy(self) -> float | None:
@@ -145,12 +149,15 @@ def compare(p: Paired, settings: dict) -> str:
     return VERDICTS[direction(p, settings["overfit_min_drop"])]
 
 
-def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
-    """Rows in step order; the first step (0 = the base policy) is the baseline, the best row is marked."""
+def checkpoint_rows(run: RunData, settings: dict, chosen_by: dict[int, float | None] | None = None) -> list[CheckpointRow]:
+    """Rows in step order; the first step (0 = the base policy) is the baseline, the best row is marked.
+    ``chosen_by`` (step → validation mean) chooses the best for the rows of the test set; by default
+    each row's own mean does (the validation rows)."""
     rows = [_row(s, run, settings) for s in run.steps]
     base = rows[0]
     base.is_baseline = True
     for r in rows:
+        r.chosen_by = r.mean if chosen_by is None else chosen_by.get(r.step)
         r.change_pct = stats.relative_change(r.mean, base.mean)
         if r is not base:
             r.vs_base = paired_diff(r, base, settings)
@@ -162,8 +169,8 @@ def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
 
 
 def best_row(rows: list[CheckpointRow], keep: Callable[[CheckpointRow], bool] = lambda r: True) -> CheckpointRow | None:
-    """The best checkpoint by mean score (:func:`audiobook_rl.steps.best_step`: never the baseline,
-    ``rows[0]``), among the rows ``keep`` accepts; None when none of them has a score."""
+    """The best checkpoint by validation score (:func:`audiobook_rl.steps.best_step`: never the
+    baseline, ``rows[0]``), among the rows ``keep`` accepts; None when none of them has a score."""
     trained = {r.step: r for r in rows[1:] if keep(r)}
-    step = best_step({s: r.mean for s, r in trained.items()})
-    return None if step is None else trained[step]
+    step = best_step({s: r.chosen_by for s, r in trained.items()})
+    return None if step is None or trained[step].mean is None else trained[step]

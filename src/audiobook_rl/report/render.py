@@ -78,20 +78,26 @@ def build_report(
     """
     train, eval_cfg = train or {}, eval_cfg or {}
     rows = checkpoint_rows(run, settings)
+    # The checkpoint is chosen on validation; with a test set, the headline numbers are the test set's.
+    test_rows = checkpoint_rows(run.test, settings, chosen_by={r.step: r.mean for r in rows}) if run.test else None
+    head_rows = test_rows or rows
     curves = diagnosis.curves(run.metrics, settings["smoothing_window"])
     best = best_row(rows)
-    made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "policy": "build_policy"}
+    made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "test": "split_dataset", "policy": "build_policy"}
     files = [
-        provenance.file_record(path, made_by.get(name) or ("generate" if name.startswith("outputs") else "judge"))
+        provenance.file_record(path, made_by.get(name) or ("generate" if "outputs" in name else "judge"))
         for name, path in inputs.items()
     ]
     ref_segments = [len(l.get("script", [])) for sid, l in run.labels.items() if sid in set(run.val_ids)]
     context = {
         "title": settings["title"],
-        "headline": diagnosis.headline(rows, settings["confidence"]),
+        "headline": diagnosis.headline(head_rows, settings["confidence"], held_out=test_rows is not None),
         "rows": rows,
-        "best": best,
-        "base": rows[0],
+        "test_rows": test_rows,
+        "paired_rows": list(zip(rows, test_rows or [None] * len(rows))),
+        "head_split": "held-out test" if test_rows else "validation",
+        "best": best_row(head_rows),
+        "base": head_rows[0],
         "dims": DIMENSIONS,
         "short_dims": {"format": "format", "completeness": "complete", "speaker": "speaker", "emotion": "emotion", "segmentation": "segment."},
         "fmt": diagnosis.fmt,
@@ -102,7 +108,9 @@ def build_report(
         "checkpoints_svg": plots.checkpoints_svg(rows, settings["confidence"]),
         "overfit": diagnosis.overfitting_note(curves, rows, settings),
         "collapse": diagnosis.training_collapse_notes(run.metrics, train) + diagnosis.collapse_notes(rows),
-        "warnings": diagnosis.noise_warnings(rows, settings) + diagnosis.coverage_warnings(rows),
+        "warnings": diagnosis.noise_warnings(head_rows, settings, "test" if test_rows else "validation")
+        + diagnosis.coverage_warnings(rows)
+        + (diagnosis.coverage_warnings(test_rows, "test") if test_rows else []),
         "problems": run.problems,
         "n_metrics": len(run.metrics),
         "last_step": run.metrics[-1]["step"] if run.metrics else None,
@@ -110,6 +118,7 @@ def build_report(
         "ref_segments": sum(ref_segments) / len(ref_segments) if ref_segments else None,
         "samples": _samples(run, rows, settings["max_samples"]),
         "n_val": len(run.val_ids),
+        "n_test": len(run.test.val_ids) if run.test else 0,
         "stages": provenance.stage_rows(run, train, policy_dir, policy),
         "train_settings": provenance.flat_settings(train),
         "key_settings": provenance.key_settings(train, policy_dir, policy),
