@@ -34,7 +34,7 @@ TINY_TRAIN = {
 def tiny_rows(n_train: int = 3, n_val: int = 2) -> dict[str, list[dict]]:
     """Dataset rows (as split_dataset writes them) of rule-labelled excerpts of the bundled story."""
     labels = [{**c, "script": [s.to_dict() for s in c["script"]]} for c in story_cases(n_train + n_val)]
-    return split_rows(labels, {"n_train": n_train, "n_val": n_val, "seed": 0, "data_source": "audiobook"}, prompts().create)
+    return split_rows(labels, {"n_train": n_train, "n_val": n_val, "n_test": 0, "seed": 0, "data_source": "audiobook"}, prompts().create)
 
 
 def build_tiny_policy(out_dir: Path, settings: dict | None = None) -> dict:
