@@ -117,7 +117,9 @@ def _check_ranges(config: dict) -> None:
             f"config keys 'split.n_train' + 'split.n_val' + 'split.n_test' ({wanted}) exceed 'slice.n_slices' "
             f"({s['n_slices']}); raise 'slice.n_slices' to {wanted} or lower the split."
         )
-    for key, judge in (("judge", config["judge"]), ("train.reward", config["train"]["reward"])):
+    judges = [("judge", config["judge"]), ("train.reward", config["train"]["reward"])]
+    judges += [(f"judge.agreement[{i}]", judge) for i, judge in enumerate(config["judge"]["agreement"])]
+    for key, judge in judges:
         if sum(judge["weights"].values()) <= 0:
             raise UserError(f"config key '{key}.weights': weights must be non-negative and not all zero.")
 
