@@ -46,10 +46,15 @@ def run_names():
 
 
 def run_scores(run):
-    """The judge scores of one run: this invocation's from its config, another's as found on disk."""
+    """The judge scores (validation and test) and the training summary (its arm) of one run: this
+    invocation's from its config, another's as found on disk."""
     if run == RUN_NAME:
-        return [f"{RESULTS}/eval/step_{step}/scores.jsonl" for step in eval_steps()]
-    return sorted(glob.glob(f"{RUNS}/{run}/eval/step_*/scores.jsonl"))
+        scores = eval_files("val", "scores.jsonl") + eval_files("test", "scores.jsonl")
+        return scores + [f"{RESULTS}/train/summary.json"]
+    found = glob.glob(f"{RUNS}/{run}/eval/step_*/scores.jsonl")
+    found += glob.glob(f"{RUNS}/{run}/eval/test/step_*/scores.jsonl")
+    found += glob.glob(f"{RUNS}/{run}/train/summary.json")
+    return sorted(found)
 
 
 if not repo_file(config["corpus"]).exists():
