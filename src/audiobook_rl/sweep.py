@@ -140,17 +140,22 @@ def _spread(values: list[float | None], digits: int = 3) -> str:
     return f"{statistics.fmean(present):.{digits}f} ± {statistics.stdev(present):.{digits}f}"
 
 
+def _signed(x: float, digits: int = 3) -> str:
+    """``x`` with its sign; a value that rounds to 0 is +0.000 (float noise is no loss)."""
+    return f"{x if round(x, digits) else 0.0:+.{digits}f}"
+
+
 def _interval(ci: tuple[float, float] | None, digits: int = 3, signed: bool = True) -> str:
     if ci is None:
         return ""
-    f = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
-    return f" [{f.format(ci[0])}, {f.format(ci[1])}]"
+    lo, hi = (_signed(v, digits) for v in ci) if signed else (f"{v:.{digits}f}" for v in ci)
+    return f" [{lo}, {hi}]"
 
 
 def _gain_cell(p: Paired | None) -> str:
     if p is None or p.mean_diff is None:
         return "–"
-    return f"{p.mean_diff:+.3f}{_interval(p.diff_ci)}"
+    return f"{_signed(p.mean_diff)}{_interval(p.diff_ci)}"
 
 
 def _improve_cell(p: Paired | None) -> str:
@@ -176,10 +181,10 @@ def arms_html(rows: list[RunRow], stats: dict | None = None, min_seeds: int = MI
     body = []
     for arm, runs in arms.items():
         a = arm_summary(runs, **options)
-        seeds = ", ".join(f"{e(name)}: {gain:+.3f}" for name, gain in a.gains.items())
+        seeds = ", ".join(f"{e(name)}: {_signed(gain)}" for name, gain in a.gains.items())
         pi = probability_of_improvement(list(a.gains.values()), [0.0])
-        cells = [e(arm), str(a.n_seeds), seeds, f"{a.mean:+.3f}{_interval(a.mean_ci)}",
-                 f"{a.iqm:+.3f}{_interval(a.iqm_ci)}", f"{pi:.2f}", e(a.too_few or "")]
+        cells = [e(arm), str(a.n_seeds), seeds, f"{_signed(a.mean)}{_interval(a.mean_ci)}",
+                 f"{_signed(a.iqm)}{_interval(a.iqm_ci)}", f"{pi:.2f}", e(a.too_few or "")]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = ("arm", "seeds", "gain per seed (best − base)", f"mean [{level} interval]", f"IQM [{level} interval]",
             "P(gain > 0) across seeds", "note")
@@ -197,7 +202,7 @@ def arms_html(rows: list[RunRow], stats: dict | None = None, min_seeds: int = MI
             share = "" if effect.explained_share is None else f"; share of the real arm's gain: {effect.explained_share:.0%}"
             note = f" ({e(d.too_few)})" if d.too_few else ""
             control = (
-                f"<p class=control><b>Gain the reward explains</b> (real − shuffled): {d.mean_diff:+.3f}{_interval(d.mean_diff_ci)}, "
+                f"<p class=control><b>Gain the reward explains</b> (real − shuffled): {_signed(d.mean_diff)}{_interval(d.mean_diff_ci)}, "
                 f"P(real &gt; shuffled) = {d.p_improve:.2f}{_interval(d.p_improve_ci, 2, signed=False)}{share}{note}.</p>"
             )
     return f"""<h2>Arms: the real reward and the shuffled-reward control</h2>
