@@ -4,9 +4,10 @@ import sys
 
 from audiobook_rl import backends
 from audiobook_rl.config import config_digest, validate_config
-from audiobook_rl.deps import code_files
+from audiobook_rl.deps import code_files, module_files
 from audiobook_rl.errors import UserError
 from audiobook_rl.failures import summary
+from audiobook_rl.judging import agreement_judges, judge_name
 from audiobook_rl.paths import SCHEMA, repo_file
 from audiobook_rl.startup import check_config, check_corpus, check_jobs
 from audiobook_rl.steps import WILDCARD
@@ -29,6 +30,7 @@ CORPUS = str(repo_file(config["corpus"]))
 # One constraint for every per-step rule: a step number, or `best` (the best validation step).
 wildcard_constraints:
     step=WILDCARD,
+    judge=r"[A-Za-z0-9._-]+",
 
 
 # Light rules run where Snakemake runs, never as cluster jobs.
@@ -178,6 +180,55 @@ def eval_files(split, name):
     if split not in eval_splits():
         return []
     return [f"{eval_dir(split, step)}/{name}" for step in eval_steps()]
+
+
+def head_split():
+    """The split the report's headline is measured on: test when there is one, else validation."""
+    return eval_splits()[-1]
+
+
+# The configured judge, whose scores.jsonl is the headline's (its extra judges are not its params:
+# adding one reruns no judge job).
+JUDGE = {key: value for key, value in config["judge"].items() if key != "agreement"}
+# The extra judges of `judge.agreement` by name; they score the headline split's outputs.
+AGREEMENT = agreement_judges(config["judge"])
+
+
+def agreement_dir(step="{step}", judge="{judge}"):
+    """results/eval/[test/]step_{step}/judges/{judge}: an extra judge's scores of one checkpoint."""
+    return f"{eval_dir(head_split(), step)}/judges/{judge}"
+
+
+def agreement_files():
+    """Every extra judge's scores of every evaluated step (none without `judge.agreement`)."""
+    return [
+        f"{agreement_dir(step, name)}/scores.jsonl"
+        for name in AGREEMENT
+        for step in eval_steps()
+    ]
+
+
+def agreement_prompt(wildcards):
+    """The prompt file of an extra LLM judge (a rule input; none for the rubric)."""
+    settings = AGREEMENT[wildcards.judge]
+    if not backends.get("judge", settings["backend"]).prompt:
+        return []
+    return [str(repo_file(settings["prompt"]))]
+
+
+def agreement_code(wildcards):
+    """The judge stage's code and the modules of this extra judge's backend."""
+    backend = backends.get("judge", AGREEMENT[wildcards.judge]["backend"])
+    return sorted(
+        set(code("judge")) | {f for m in backend.modules() for f in module_files(m)}
+    )
+
+
+def agreement_llm_api(wildcards):
+    """1 when this extra judge calls a paid API (it shares `--resources llm_api=N`)."""
+    return int(
+        bool(backends.get("judge", AGREEMENT[wildcards.judge]["backend"]).provider)
+    )
 
 
 def generate_inputs(split):

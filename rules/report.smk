@@ -10,6 +10,8 @@ rule report:
         # the held-out test slices (none when split.n_test is 0)
         test_outputs=eval_files("test", "outputs.jsonl"),
         test_scores=eval_files("test", "scores.jsonl"),
+        # the extra judges (judge.agreement) on the same outputs
+        agreement=agreement_files(),
         template=str(repo_file("src/audiobook_rl/report/template.html")),
         code=code("report"),
     output:
@@ -25,6 +27,8 @@ rule report:
         policy=config["policy"],
         eval=config["eval"],
         steps=eval_steps(),
+        judge=judge_name(JUDGE),
+        agreement=list(AGREEMENT),
         config_hash=config_hash(),
     script:
         "../scripts/report.py"

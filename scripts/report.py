@@ -13,6 +13,9 @@ def main(smk):
     steps = list(smk.params.steps)
     evals = dict(zip(steps, zip(smk.input.outputs, smk.input.scores)))
     test_evals = dict(zip(steps, zip(smk.input.test_outputs, smk.input.test_scores)))
+    # each extra judge's scores of every step, in the order the rule lists them (judge by judge)
+    extra = iter(smk.input.agreement)
+    judges = {name: {step: next(extra) for step in steps} for name in smk.params.agreement}
     html = make_report(
         metrics=smk.input.metrics,
         labels=smk.input.labels,
@@ -21,6 +24,8 @@ def main(smk):
         val=smk.input.val,
         test_evals=test_evals,
         test=smk.input.test if test_evals else None,
+        judges=judges,
+        judge_name=smk.params.judge,
         train=dict(smk.params.train),
         policy=dict(smk.params.policy),
         eval_cfg=dict(smk.params.eval),

@@ -13,6 +13,7 @@ section, whose rubric weights and defaults are the schema's.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 DIMENSIONS = ("format", "completeness", "speaker", "emotion", "segmentation")
@@ -50,3 +51,24 @@ def case_args(case) -> tuple:
 def failure(backend: str, model: str, error: str) -> Verdict:
     """The verdict recorded when a judge could not score a case: kept and counted, never a silent 0."""
     return Verdict(None, dict.fromkeys(DIMENSIONS), dict.fromkeys(DIMENSIONS, ""), backend, model, error)
+
+
+def judge_name(settings: dict) -> str:
+    """A judge section's name in paths and on the report: ``rubric``, or ``<backend>-<model>`` for an
+    LLM judge (characters other than letters, digits, '.', '_' and '-' become '-')."""
+    name = settings["backend"] if settings["backend"] == "rubric" else f"{settings['backend']}-{settings['model']}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+
+
+def agreement_judges(judge: dict) -> dict[str, dict]:
+    """The extra judges of the ``judge`` section (``judge.agreement``) by unique name; a name taken by
+    an earlier judge (the configured one included) gets the judge's position appended (``rubric-2``)."""
+    taken = {judge_name(judge)}
+    out = {}
+    for i, settings in enumerate(judge["agreement"], start=1):
+        name = judge_name(settings)
+        if name in taken:
+            name = f"{name}-{i}"
+        taken.add(name)
+        out[name] = settings
+    return out

@@ -28,13 +28,15 @@ def make_report(
     policy_dir: str | Path | None = None,
     test_evals: dict[int, tuple[str | Path, str | Path]] | None = None,
     test: str | Path | None = None,
+    judges: dict[str, dict[int, str | Path]] | None = None,
     **shown,
 ) -> str:
     """The report's HTML. ``evals`` maps each evaluated step to its (outputs.jsonl, scores.jsonl) on
     the validation slices, ``test_evals`` the same on the held-out test slices (none: no test set);
     ``settings`` is the ``report`` config section; ``policy_dir`` (results/models/step_0) names the
-    base policy. ``shown`` goes to :func:`.render.build_report` as given (``train``, ``policy``,
-    ``eval_cfg``, ``config_hash``, ``template``, ``repo``)."""
+    base policy; ``judges`` maps each extra judge (``judge.agreement``) to its scores.jsonl per step,
+    on the split of the headline. ``shown`` goes to :func:`.render.build_report` as given (``train``,
+    ``policy``, ``eval_cfg``, ``config_hash``, ``template``, ``repo``, ``judge_name``)."""
     from .load import load_run
     from .render import build_report
 
@@ -50,4 +52,7 @@ def make_report(
         for step in sorted(files):
             inputs[f"{split}outputs_{step}"] = str(files[step][0])
             inputs[f"{split}scores_{step}"] = str(files[step][1])
-    return build_report(run, settings, inputs, policy_dir=policy_dir, **shown)
+    for name, files in (judges or {}).items():
+        for step in sorted(files):
+            inputs[f"judge {name} scores_{step}"] = str(files[step])
+    return build_report(run, settings, inputs, policy_dir=policy_dir, judges=judges or {}, **shown)
