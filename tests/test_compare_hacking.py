@@ -3,7 +3,10 @@
 import pytest
 
 from audiobook_rl.compare.hacking import SUBSTANCE, SURFACE, hacking_check
-from audiobook_rl.judging import DIMENSIONS, SEED_WEIGHTS, weighted
+from audiobook_rl.config import section
+from audiobook_rl.judging import DIMENSIONS, weighted
+
+SEED_WEIGHTS = section("judge")["weights"]  # the seed's rubric weights, the schema's default
 
 BASE_DIMS = [
     {"format": 0.4, "completeness": 0.5, "speaker": 0.4, "emotion": 0.3, "segmentation": 0.3},
