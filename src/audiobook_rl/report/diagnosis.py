@@ -296,7 +296,7 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict, split: str = "vali
         says = {
             "better": "better than the baseline",
             "worse": "worse than the baseline",
-            "unclear": "the validation set cannot tell them apart"
+            "unclear": f"the {split} set cannot tell them apart"
             if lo <= 0 <= hi
             else f"smaller than the smallest change counted (report.overfit_min_drop = {settings['overfit_min_drop']}): no clear change",
         }[r.vs_baseline]
