@@ -30,6 +30,8 @@ CORPUS = str(repo_file(config["corpus"]))
 # One constraint for every per-step rule: a step number, or `best` (the best validation step).
 wildcard_constraints:
     step=WILDCARD,
+    # where a split's evaluation lives under eval/: "" (validation) or "test/" (EVAL_DIRS)
+    split="(test/)?",
     judge=r"[A-Za-z0-9._-]+",
 
 
@@ -160,7 +162,9 @@ def config_hash():
 
 
 # Where each split's evaluation lives: validation keeps results/eval/step_{N}/, test goes below it.
+# Per-step rules take it as the `split` wildcard.
 EVAL_DIRS = {"val": "", "test": "test/"}
+SPLIT_OF = {folder: split for split, folder in EVAL_DIRS.items()}
 
 
 def eval_splits():
@@ -169,9 +173,20 @@ def eval_splits():
     return ["val"] + (["test"] if config["split"]["n_test"] else [])
 
 
-def eval_dir(split, step="{step}"):
-    """results/eval/[test/]step_{step}: one evaluated checkpoint on one split."""
-    return f"{RESULTS}/eval/{EVAL_DIRS[split]}step_{step}"
+def head_split():
+    """The split the report's headline is measured on: test when there is one, else validation."""
+    return eval_splits()[-1]
+
+
+def eval_dir(split=None, step="{step}"):
+    """results/eval/[test/]step_{step}: one evaluated checkpoint on ``split`` (None: the `split` wildcard)."""
+    folder = "{split}" if split is None else EVAL_DIRS[split]
+    return f"{RESULTS}/eval/{folder}step_{step}"
+
+
+def split_tasks(wildcards):
+    """The parquet of the split a per-step job evaluates on (its `split` wildcard)."""
+    return f"{RESULTS}/data/{SPLIT_OF[wildcards.split]}.parquet"
 
 
 def eval_files(split, name):
@@ -182,11 +197,6 @@ def eval_files(split, name):
     return [f"{eval_dir(split, step)}/{name}" for step in eval_steps()]
 
 
-def head_split():
-    """The split the report's headline is measured on: test when there is one, else validation."""
-    return eval_splits()[-1]
-
-
 # The configured judge, whose scores.jsonl is the headline's (its extra judges are not its params:
 # adding one reruns no judge job).
 JUDGE = {key: value for key, value in config["judge"].items() if key != "agreement"}
@@ -194,15 +204,10 @@ JUDGE = {key: value for key, value in config["judge"].items() if key != "agreeme
 AGREEMENT = agreement_judges(config["judge"])
 
 
-def agreement_dir(step="{step}", judge="{judge}"):
-    """results/eval/[test/]step_{step}/judges/{judge}: an extra judge's scores of one checkpoint."""
-    return f"{eval_dir(head_split(), step)}/judges/{judge}"
-
-
 def agreement_files():
     """Every extra judge's scores of every evaluated step (none without `judge.agreement`)."""
     return [
-        f"{agreement_dir(step, name)}/scores.jsonl"
+        f"{eval_dir(head_split(), step)}/judges/{name}/scores.jsonl"
         for name in AGREEMENT
         for step in eval_steps()
     ]
@@ -229,27 +234,6 @@ def agreement_llm_api(wildcards):
     return int(
         bool(backends.get("judge", AGREEMENT[wildcards.judge]["backend"]).provider)
     )
-
-
-def generate_inputs(split):
-    """Inputs of rule generate on ``split``: the checkpoint, the split's tasks, the agent's prompts."""
-    return {
-        "model": f"{RESULTS}/models/step_{{step}}",
-        "tasks": f"{RESULTS}/data/{split}.parquet",
-        "create_prompt": agent_prompt("create"),
-        "rewrite_prompt": agent_prompt("rewrite"),
-        "code": code("generate"),
-    }
-
-
-def judge_inputs(split):
-    """Inputs of rule judge on ``split``: the outputs and the references (as training reads them)."""
-    return {
-        "outputs": f"{eval_dir(split)}/outputs.jsonl",
-        "tasks": f"{RESULTS}/data/{split}.parquet",
-        "prompt": prompts("judge"),
-        "code": code("judge"),
-    }
 
 
 def eval_steps():

@@ -20,13 +20,18 @@ rule export_checkpoint:
         "../scripts/export_checkpoint.py"
 
 
+# On the validation slices (results/eval/step_N/) and on the held-out test slices (eval/test/step_N/).
 rule generate:
     input:
-        **generate_inputs("val"),
+        model=f"{RESULTS}/models/step_{{step}}",
+        tasks=split_tasks,
+        create_prompt=agent_prompt("create"),
+        rewrite_prompt=agent_prompt("rewrite"),
+        code=code("generate"),
     output:
-        f"{eval_dir('val')}/outputs.jsonl",
+        f"{eval_dir()}/outputs.jsonl",
     log:
-        f"{LOGS}/generate/step_{{step}}.log",
+        f"{LOGS}/generate/{{split}}step_{{step}}.log",
     conda:
         conda_env("generate")
     threads: config["resources"]["generate"]["threads"]
@@ -38,13 +43,3 @@ rule generate:
         generate=config["generate"],
     script:
         "../scripts/generate.py"
-
-
-# The same checkpoints on the held-out test slices (split.n_test > 0).
-use rule generate as generate_test with:
-    input:
-        **generate_inputs("test"),
-    output:
-        f"{eval_dir('test')}/outputs.jsonl",
-    log:
-        f"{LOGS}/generate/test/step_{{step}}.log",

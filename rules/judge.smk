@@ -1,10 +1,14 @@
 rule judge:
     input:
-        **judge_inputs("val"),
+        outputs=f"{eval_dir()}/outputs.jsonl",
+        # the references, as training reads them
+        tasks=split_tasks,
+        prompt=prompts("judge"),
+        code=code("judge"),
     output:
-        f"{eval_dir('val')}/scores.jsonl",
+        f"{eval_dir()}/scores.jsonl",
     log:
-        f"{LOGS}/judge/step_{{step}}.log",
+        f"{LOGS}/judge/{{split}}step_{{step}}.log",
     conda:
         conda_env("judge")
     resources:
@@ -16,26 +20,17 @@ rule judge:
         "../scripts/judge.py"
 
 
-use rule judge as judge_test with:
-    input:
-        **judge_inputs("test"),
-    output:
-        f"{eval_dir('test')}/scores.jsonl",
-    log:
-        f"{LOGS}/judge/test/step_{{step}}.log",
-
-
 # More judges on the same outputs (judge.agreement), for the report's agreement section.
 use rule judge as judge_agreement with:
     input:
-        outputs=f"{eval_dir(head_split())}/outputs.jsonl",
-        tasks=f"{RESULTS}/data/{head_split()}.parquet",
+        outputs=f"{eval_dir()}/outputs.jsonl",
+        tasks=split_tasks,
         prompt=agreement_prompt,
         code=agreement_code,
     output:
-        f"{agreement_dir()}/scores.jsonl",
+        f"{eval_dir()}/judges/{{judge}}/scores.jsonl",
     log:
-        f"{LOGS}/judge/{head_split()}/step_{{step}}/{{judge}}.log",
+        f"{LOGS}/judge/{{split}}step_{{step}}/{{judge}}.log",
     resources:
         llm_api=agreement_llm_api,
     params:
