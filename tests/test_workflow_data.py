@@ -25,9 +25,10 @@ def built(tmp_path_factory):
 def test_builds_slices_labels_and_parquet(built):
     slices = [json.loads(line) for line in (built / "results/slices.jsonl").read_text().splitlines()]
     labels = [json.loads(line) for line in (built / "results/labels.jsonl").read_text().splitlines()]
-    assert len(slices) == len(labels) == 20
+    assert len(slices) == len(labels) == 36
     assert len(read_parquet_rows(built / "results/data/train.parquet")) == 16
     assert len(read_parquet_rows(built / "results/data/val.parquet")) == 4
+    assert len(read_parquet_rows(built / "results/data/test.parquet")) == 16
     assert (built / "logs/label_slices.log").read_text().count("labeled:") >= 1
 
 
