@@ -31,8 +31,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ..judging import DIMENSIONS
-from ..report.load import finite_number
+from ..judging import DIMENSIONS, finite_number
 from .paired import Paired, direction, paired
 from .ranks import average_ranks, kendall_tau_b, spearman
 

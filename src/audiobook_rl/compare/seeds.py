@@ -51,7 +51,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..report.load import finite_number
+from ..judging import finite_number
 from . import bootstrap
 from .paired import wins
 

@@ -13,6 +13,7 @@ section, whose rubric weights and defaults are the schema's.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -32,6 +33,14 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def finite_number(value) -> float | None:
+    """A score or reward as read back from a file: a finite float, or None (JSON null, NaN, strings and
+    booleans are not scores)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def weighted(scores: dict[str, float], weights: dict[str, float]) -> float:

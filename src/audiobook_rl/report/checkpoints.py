@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..compare.paired import Paired, direction, paired
-from ..judging import DIMENSIONS
+from ..judging import DIMENSIONS, finite_number
 from ..judging.diversity import Diversity, diversity
 from ..judging.rubric import speaker_accuracy
 from ..script import parse_script
 from ..steps import best_step
 from . import stats
-from .load import RunData, StepEval, finite_number
+from .load import RunData, StepEval
 
 
 @dataclass

@@ -6,12 +6,12 @@ A malformed line or a missing file does not stop the report: it is skipped and n
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
 from ..files import read_jsonl, read_parquet_rows
+from ..judging import finite_number
 
 
 @dataclass
@@ -44,13 +44,6 @@ def read_jsonl_tolerant(path: str | Path, problems: list[str]) -> list[dict]:
         problems.append(f"{path} is missing; its part of the report is empty.")
         return []
     return read_jsonl(path, problems)
-
-
-def finite_number(value) -> float | None:
-    """A finite float, or None (JSON null, NaN, strings and booleans are not rewards)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def read_metrics(path: str | Path, problems: list[str]) -> list[dict]:
