@@ -58,7 +58,7 @@ def build_rows(novel: Path, n_train: int, n_val: int, seed: int) -> dict[str, li
          "aliases": labeler.lexicon.aliases}
         for s, script in zip(slices, labeler.label(slices))
     ]
-    split = {"n_train": n_train, "n_val": n_val, "seed": seed, "data_source": "audiobook"}
+    split = {"n_train": n_train, "n_val": n_val, "n_test": 0, "seed": seed, "data_source": "audiobook"}
     return split_rows(labels, split, AgentPrompts.load(*prompt_paths()).create)
 
 

@@ -4,9 +4,10 @@ import sys
 
 from audiobook_rl import backends
 from audiobook_rl.config import config_digest, validate_config
-from audiobook_rl.deps import code_files
+from audiobook_rl.deps import code_files, module_files
 from audiobook_rl.errors import UserError
 from audiobook_rl.failures import summary
+from audiobook_rl.judging import agreement_judges, judge_name
 from audiobook_rl.paths import SCHEMA, repo_file
 from audiobook_rl.startup import check_config, check_corpus, check_jobs
 from audiobook_rl.steps import WILDCARD
@@ -29,6 +30,9 @@ CORPUS = str(repo_file(config["corpus"]))
 # One constraint for every per-step rule: a step number, or `best` (the best validation step).
 wildcard_constraints:
     step=WILDCARD,
+    # where a split's evaluation lives under eval/: "" (validation) or "test/" (EVAL_DIRS)
+    split="(test/)?",
+    judge=r"[A-Za-z0-9._-]+",
 
 
 # Light rules run where Snakemake runs, never as cluster jobs.
@@ -46,10 +50,15 @@ def run_names():
 
 
 def run_scores(run):
-    """The judge scores of one run: this invocation's from its config, another's as found on disk."""
+    """The judge scores (validation and test) and the training summary (its arm) of one run: this
+    invocation's from its config, another's as found on disk."""
     if run == RUN_NAME:
-        return [f"{RESULTS}/eval/step_{step}/scores.jsonl" for step in eval_steps()]
-    return sorted(glob.glob(f"{RUNS}/{run}/eval/step_*/scores.jsonl"))
+        scores = eval_files("val", "scores.jsonl") + eval_files("test", "scores.jsonl")
+        return scores + [f"{RESULTS}/train/summary.json"]
+    found = glob.glob(f"{RUNS}/{run}/eval/step_*/scores.jsonl")
+    found += glob.glob(f"{RUNS}/{run}/eval/test/step_*/scores.jsonl")
+    found += glob.glob(f"{RUNS}/{run}/train/summary.json")
+    return sorted(found)
 
 
 if not repo_file(config["corpus"]).exists():
@@ -150,6 +159,81 @@ def n_runners(wildcards, resources):
 def config_hash():
     """Hash of the result-defining config, shown in the report's provenance."""
     return config_digest(config)
+
+
+# Where each split's evaluation lives: validation keeps results/eval/step_{N}/, test goes below it.
+# Per-step rules take it as the `split` wildcard.
+EVAL_DIRS = {"val": "", "test": "test/"}
+SPLIT_OF = {folder: split for split, folder in EVAL_DIRS.items()}
+
+
+def eval_splits():
+    """The splits every evaluated checkpoint is generated on and judged on: validation, and test when
+    `split.n_test` asks for one."""
+    return ["val"] + (["test"] if config["split"]["n_test"] else [])
+
+
+def head_split():
+    """The split the report's headline is measured on: test when there is one, else validation."""
+    return eval_splits()[-1]
+
+
+def eval_dir(split=None, step="{step}"):
+    """results/eval/[test/]step_{step}: one evaluated checkpoint on ``split`` (None: the `split` wildcard)."""
+    folder = "{split}" if split is None else EVAL_DIRS[split]
+    return f"{RESULTS}/eval/{folder}step_{step}"
+
+
+def split_tasks(wildcards):
+    """The parquet of the split a per-step job evaluates on (its `split` wildcard)."""
+    return f"{RESULTS}/data/{SPLIT_OF[wildcards.split]}.parquet"
+
+
+def eval_files(split, name):
+    """``name`` (outputs.jsonl, scores.jsonl) of every evaluated step on ``split``; none when the
+    split is not evaluated (no test set)."""
+    if split not in eval_splits():
+        return []
+    return [f"{eval_dir(split, step)}/{name}" for step in eval_steps()]
+
+
+# The configured judge, whose scores.jsonl is the headline's (its extra judges are not its params:
+# adding one reruns no judge job).
+JUDGE = {key: value for key, value in config["judge"].items() if key != "agreement"}
+# The extra judges of `judge.agreement` by name; they score the headline split's outputs.
+AGREEMENT = agreement_judges(config["judge"])
+
+
+def agreement_files():
+    """Every extra judge's scores of every evaluated step (none without `judge.agreement`)."""
+    return [
+        f"{eval_dir(head_split(), step)}/judges/{name}/scores.jsonl"
+        for name in AGREEMENT
+        for step in eval_steps()
+    ]
+
+
+def agreement_prompt(wildcards):
+    """The prompt file of an extra LLM judge (a rule input; none for the rubric)."""
+    settings = AGREEMENT[wildcards.judge]
+    if not backends.get("judge", settings["backend"]).prompt:
+        return []
+    return [str(repo_file(settings["prompt"]))]
+
+
+def agreement_code(wildcards):
+    """The judge stage's code and the modules of this extra judge's backend."""
+    backend = backends.get("judge", AGREEMENT[wildcards.judge]["backend"])
+    return sorted(
+        set(code("judge")) | {f for m in backend.modules() for f in module_files(m)}
+    )
+
+
+def agreement_llm_api(wildcards):
+    """1 when this extra judge calls a paid API (it shares `--resources llm_api=N`)."""
+    return int(
+        bool(backends.get("judge", AGREEMENT[wildcards.judge]["backend"]).provider)
+    )
 
 
 def eval_steps():

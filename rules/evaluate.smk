@@ -20,17 +20,18 @@ rule export_checkpoint:
         "../scripts/export_checkpoint.py"
 
 
+# On the validation slices (results/eval/step_N/) and on the held-out test slices (eval/test/step_N/).
 rule generate:
     input:
         model=f"{RESULTS}/models/step_{{step}}",
-        val=f"{RESULTS}/data/val.parquet",
+        tasks=split_tasks,
         create_prompt=agent_prompt("create"),
         rewrite_prompt=agent_prompt("rewrite"),
         code=code("generate"),
     output:
-        f"{RESULTS}/eval/step_{{step}}/outputs.jsonl",
+        f"{eval_dir()}/outputs.jsonl",
     log:
-        f"{LOGS}/generate/step_{{step}}.log",
+        f"{LOGS}/generate/{{split}}step_{{step}}.log",
     conda:
         conda_env("generate")
     threads: config["resources"]["generate"]["threads"]

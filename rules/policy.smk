@@ -2,6 +2,7 @@ rule build_policy:
     input:
         corpus=CORPUS,
         val=f"{RESULTS}/data/val.parquet",
+        test=f"{RESULTS}/data/test.parquet",
         create_prompt=agent_prompt("create"),
         rewrite_prompt=agent_prompt("rewrite"),
         code=code("build_policy"),

@@ -4,8 +4,14 @@ rule report:
         labels=f"{RESULTS}/labels.jsonl",
         val=f"{RESULTS}/data/val.parquet",
         policy=f"{RESULTS}/models/step_0",  # its config.json names the base policy
-        outputs=expand(f"{RESULTS}/eval/step_{{step}}/outputs.jsonl", step=eval_steps()),
-        scores=expand(f"{RESULTS}/eval/step_{{step}}/scores.jsonl", step=eval_steps()),
+        test=f"{RESULTS}/data/test.parquet",
+        outputs=eval_files("val", "outputs.jsonl"),
+        scores=eval_files("val", "scores.jsonl"),
+        # the held-out test slices (none when split.n_test is 0)
+        test_outputs=eval_files("test", "outputs.jsonl"),
+        test_scores=eval_files("test", "scores.jsonl"),
+        # the extra judges (judge.agreement) on the same outputs
+        agreement=agreement_files(),
         template=str(repo_file("src/audiobook_rl/report/template.html")),
         code=code("report"),
     output:
@@ -21,6 +27,8 @@ rule report:
         policy=config["policy"],
         eval=config["eval"],
         steps=eval_steps(),
+        judge=judge_name(JUDGE),
+        agreement=list(AGREEMENT),
         config_hash=config_hash(),
     script:
         "../scripts/report.py"

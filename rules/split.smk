@@ -6,6 +6,8 @@ rule split_dataset:
     output:
         train=f"{RESULTS}/data/train.parquet",
         val=f"{RESULTS}/data/val.parquet",
+        # written even when split.n_test is 0, so the DAG has the same shape with or without a test set
+        test=f"{RESULTS}/data/test.parquet",
     log:
         f"{LOGS}/split_dataset.log",
     conda:

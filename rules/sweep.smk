@@ -10,5 +10,8 @@ rule index_runs:
         "logs/runs/index_runs.log",
     conda:
         "../envs/pipeline.yaml"
+    params:
+        # the bootstrap settings of the intervals, as each run's report uses them
+        report=config["report"],
     script:
         "../scripts/index_runs.py"

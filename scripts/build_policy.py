@@ -1,4 +1,4 @@
-"""build_policy: corpus + validation split -> results/models/step_0/ (the embedded base policy)."""
+"""build_policy: corpus + validation and test splits -> results/models/step_0/ (the embedded base policy)."""
 
 import logging
 
@@ -21,10 +21,10 @@ def main(smk):
         return
     torch.set_num_threads(smk.threads)
     corpus_text, _ = read_text(smk.input.corpus)
-    # The warm start stays off the validation text: the validation tasks carry their offsets.
-    val_spans = [(task.start, task.end) for task in read_tasks(smk.input.val)]
+    # The warm start stays off the held-out text (validation and test): the tasks carry their offsets.
+    held_out = [(task.start, task.end) for part in (smk.input.val, smk.input.test) for task in read_tasks(part)]
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
-    summary = build_policy(corpus_text, val_spans, prompts, smk.params.policy, smk.output[0])
+    summary = build_policy(corpus_text, held_out, prompts, smk.params.policy, smk.output[0])
     log.info("wrote %s: %s", smk.output[0], summary)
 
 

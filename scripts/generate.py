@@ -1,4 +1,4 @@
-"""generate: results/models/step_N + val parquet -> results/eval/step_N/outputs.jsonl (draft and final per slice)."""
+"""generate: results/models/step_N + a split's parquet -> results/eval/[test/]step_N/outputs.jsonl (draft and final per slice)."""
 
 import logging
 
@@ -26,7 +26,7 @@ def main(smk):
         device = "cuda"
     client = backends.get("generate", settings["backend"]).load()(smk.input.model, settings, device)
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
-    records = generate_outputs(client, read_tasks(smk.input.val), prompts, settings, steps.parse(step))
+    records = generate_outputs(client, read_tasks(smk.input.tasks), prompts, settings, steps.parse(step))
     write_jsonl(smk.output[0], records)
     ok = sum(r["final_notes"]["status"] != "invalid" for r in records)
     log.info("wrote %d outputs (%d final scripts readable) to %s", len(records), ok, smk.output[0])

@@ -1,4 +1,4 @@
-"""judge: results/eval/step_{N}/outputs.jsonl + the validation tasks -> results/eval/step_{N}/scores.jsonl."""
+"""judge: results/eval/[test/]step_{N}/outputs.jsonl + that split's tasks -> scores.jsonl beside them."""
 
 import logging
 from pathlib import Path
@@ -19,7 +19,7 @@ def main(smk):
     step = steps.parse(smk.wildcards.step)
     with llm.session(smk.params.llm, stage=f"judge step {step}") as session:
         judge = backends.get("judge", settings["backend"]).load()(settings, None)  # a missing key fails here
-        rows = score_outputs(read_jsonl(smk.input.outputs), read_tasks(smk.input.val), judge, step)
+        rows = score_outputs(read_jsonl(smk.input.outputs), read_tasks(smk.input.tasks), judge, step)
     write_jsonl(smk.output[0], rows)
     usage = Path(smk.output[0]).with_suffix(".usage.json")
     write_json(usage, session.usage.summary())

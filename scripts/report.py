@@ -1,4 +1,4 @@
-"""report: training metrics + labels + each evaluated step's outputs and scores -> results/report.html."""
+"""report: training metrics + labels + each evaluated step's outputs and scores (validation and test) -> results/report.html."""
 
 import logging
 
@@ -12,12 +12,20 @@ log = logging.getLogger("audiobook_rl.report")
 def main(smk):
     steps = list(smk.params.steps)
     evals = dict(zip(steps, zip(smk.input.outputs, smk.input.scores)))
+    test_evals = dict(zip(steps, zip(smk.input.test_outputs, smk.input.test_scores)))
+    # each extra judge's scores of every step, in the order the rule lists them (judge by judge)
+    extra = iter(smk.input.agreement)
+    judges = {name: {step: next(extra) for step in steps} for name in smk.params.agreement}
     html = make_report(
         metrics=smk.input.metrics,
         labels=smk.input.labels,
         evals=evals,
         settings=dict(smk.params.report),
         val=smk.input.val,
+        test_evals=test_evals,
+        test=smk.input.test if test_evals else None,
+        judges=judges,
+        judge_name=smk.params.judge,
         train=dict(smk.params.train),
         policy=dict(smk.params.policy),
         eval_cfg=dict(smk.params.eval),

@@ -1,4 +1,4 @@
-"""split_dataset: results/labels.jsonl -> results/data/{train,val}.parquet."""
+"""split_dataset: results/labels.jsonl -> results/data/{train,val,test}.parquet (test may be empty)."""
 
 import logging
 
@@ -13,7 +13,8 @@ log = logging.getLogger("audiobook_rl.split_dataset")
 def main(smk):
     labels = read_jsonl(smk.input.labels)
     rows = split_rows(labels, smk.params.split, load_prompt(smk.input.create_prompt))
-    for split, path in (("train", smk.output.train), ("val", smk.output.val)):
+    for split in ("train", "val", "test"):
+        path = smk.output[split]
         write_parquet_rows(path, rows[split])
         log.info("wrote %d %s rows to %s", len(rows[split]), split, path)
 

@@ -19,8 +19,10 @@ log = logging.getLogger("audiobook_rl.train_grpo")
 def main(smk):
     settings = smk.params.train
     train = backends.get("train", settings["backend"]).load()
-    # The reward judge is built first: a missing key fails here, before any model loads.
-    judge = backends.get("train.reward", settings["reward"]["backend"]).load()(settings["reward"], smk.params.llm)
+    # The reward judge is built first: a missing key fails here, before any model loads. Its section
+    # is a judge's, plus the shuffled-reward switch, which is training's (the loop reads it).
+    reward = {key: value for key, value in settings["reward"].items() if key != "shuffle"}
+    judge = backends.get("train.reward", reward["backend"]).load()(reward, smk.params.llm)
     train(TrainingJob(
         settings=settings,
         judge=judge,

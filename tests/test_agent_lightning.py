@@ -21,7 +21,7 @@ DRAFT = "这不是 JSON，只是一份草稿"  # a draft that does not parse
 def _row(tmp_path):
     """A dataset row as the verl backend hands it over: split_dataset's row after a parquet round trip."""
     label = {"id": "s001", "text": SOURCE, "start": 0, "end": len(SOURCE), "script": REFERENCE, "aliases": {}}
-    rows = split_rows([label], {"n_train": 1, "n_val": 0, "seed": 0, "data_source": "audiobook"}, _prompts().create)
+    rows = split_rows([label], {"n_train": 1, "n_val": 0, "n_test": 0, "seed": 0, "data_source": "audiobook"}, _prompts().create)
     write_parquet_rows(tmp_path / "train.parquet", rows["train"])
     return read_parquet_rows(tmp_path / "train.parquet")[0]
 

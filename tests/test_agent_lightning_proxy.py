@@ -68,7 +68,7 @@ def run_runner(endpoint, agent, row, resource, results) -> None:
 def task_row(tmp_path) -> dict:
     """A training row as verl hands it to the agent: split_dataset's row after a parquet round trip."""
     label = {"id": "s001", "text": SOURCE, "start": 0, "end": len(SOURCE), "script": REFERENCE, "aliases": {}}
-    rows = split_rows([label], {"n_train": 1, "n_val": 0, "seed": 0, "data_source": "audiobook"}, prompts().create)
+    rows = split_rows([label], {"n_train": 1, "n_val": 0, "n_test": 0, "seed": 0, "data_source": "audiobook"}, prompts().create)
     write_parquet_rows(tmp_path / "train.parquet", rows["train"])
     row = read_parquet_rows(tmp_path / "train.parquet")[0]
     # The daemon turns numpy values into plain ones before it enqueues a task (verl/daemon.py).

@@ -102,7 +102,7 @@ def test_a_misspelt_key_names_itself_and_the_closest_valid_key(path, node):
 def test_an_unknown_key_far_from_any_lists_the_valid_ones():
     config = copy.deepcopy(DEFAULT)
     config["split"]["zzz"] = 1
-    with pytest.raises(UserError, match=r"unknown key 'split.zzz' \(valid keys here: data_source, n_train, n_val, seed\)"):
+    with pytest.raises(UserError, match=r"unknown key 'split.zzz' \(valid keys here: data_source, n_test, n_train, n_val, seed\)"):
         validate_config(config, SCHEMA_PATH)
 
 

@@ -1,4 +1,4 @@
-"""The train/validation parquet files, in the row format verl and Agent Lightning read."""
+"""The train/validation/test parquet files, in the row format verl and Agent Lightning read."""
 
 import json
 
@@ -12,7 +12,7 @@ from audiobook_rl.prompts import load_prompt
 from audiobook_rl.script import from_dicts
 from helpers import REPO
 
-SETTINGS = {"n_train": 16, "n_val": 4, "seed": 7, "data_source": "audiobook"}
+SETTINGS = {"n_train": 16, "n_val": 4, "n_test": 0, "seed": 7, "data_source": "audiobook"}
 SCRIPT = [{"speaker": "旁白", "content": "雪停了。", "tone": "平静", "intensity": 1, "delay": 800}]
 
 
@@ -35,6 +35,22 @@ def test_split_is_seeded_disjoint_and_complete(prompt):
     assert split_rows(labels(), SETTINGS, prompt) == rows
     other = split_rows(labels(), {**SETTINGS, "seed": 8}, prompt)
     assert {r["extra_info"]["slice_id"] for r in other["val"]} != val_ids
+
+
+def spans(rows: list[dict]) -> set[range]:
+    return {range(r["extra_info"]["start"], r["extra_info"]["end"]) for r in rows}
+
+
+def test_a_test_set_is_held_out_from_train_and_val_by_offsets_and_leaves_them_as_they_were(prompt):
+    rows = split_rows(labels(30), {**SETTINGS, "n_test": 10}, prompt)
+    parts = {name: spans(rows[name]) for name in ("train", "val", "test")}
+    assert [len(rows[n]) for n in ("train", "val", "test")] == [16, 4, 10]
+    for a, b in (("train", "val"), ("train", "test"), ("val", "test")):
+        # no two slices of different parts share a character of the corpus
+        assert not any(set(x) & set(y) for x in parts[a] for y in parts[b]), (a, b)
+    assert {r["extra_info"]["split"] for r in rows["test"]} == {"test"}
+    without = split_rows(labels(30), SETTINGS, prompt)
+    assert without["test"] == [] and (without["train"], without["val"]) == (rows["train"], rows["val"])
 
 
 def test_parquet_rows_read_back_as_plain_values(tmp_path, prompt):
@@ -68,5 +84,6 @@ def test_a_task_carries_what_the_later_stages_read(tmp_path, prompt):
 
 
 def test_too_few_labels_name_the_keys(prompt):
-    with pytest.raises(UserError, match="'split.n_train' \\+ 'split.n_val' ask for 20 rows but only 5"):
-        split_rows(labels(5), SETTINGS, prompt)
+    with pytest.raises(UserError, match="'split.n_train' \\+ 'split.n_val' \\+ 'split.n_test' ask for 30 rows but only "
+                       "20 labelled slices exist; raise 'slice.n_slices' to 30"):
+        split_rows(labels(20), {**SETTINGS, "n_test": 10}, prompt)

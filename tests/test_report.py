@@ -20,6 +20,13 @@ from audiobook_rl.report.provenance import code_version
 TRAIN = {"backend": "local", "rollout": {"n": 4}, "clip_ratio_high": 0.3, "api_key": "sk-should-not-show"}
 
 
+# Without a test set the headline says its score is optimistic; with few slices, that intervals are wide.
+OPTIMISTIC = (
+    " This score is measured on the validation slices that chose the checkpoint, so it is optimistic "
+    "(no held-out test set: split.n_test is 0). With n = {n} paired slices the intervals are wide, and a nominal 95% "
+    "interval covers the true difference less often than it says (fewer than 16 slices)."
+)
+
 def render(paths: dict, **settings) -> str:
     return make_report(
         paths["metrics"], paths["labels"], paths["evals"], {**fx.DEFAULT_SETTINGS, **settings}, val=paths["val"],
@@ -72,10 +79,12 @@ def overfit_run(tmp_path_factory):
 def test_headline_names_best_checkpoint_its_score_the_baseline_and_the_change(overfit_run):
     _, html = overfit_run
     # step 20: (0.55 + 0.60 + 0.50) / 3 = 0.55 (its judge failure left out); baseline 0.125 → +340%.
-    # Paired on the three slices both scored: +0.45, +0.45, +0.38 → +0.427, its interval first.
+    # Paired on the three slices both scored: +0.45, +0.45, +0.38 → +0.427, its interval first, then
+    # P(improve) (all three slices up), then the relative change; measured on the slices that chose it.
     assert (
         '<p class="headline ok">Step 20 improves on the baseline (step 0): +0.427 (95% paired interval +0.380 to +0.450), '
-        "+340.0% relative; validation score 0.550 (n = 3) against 0.125 for the baseline (step 0).</p>"
+        "P(improve) 1.00 (95% interval 1.00 to 1.00), +340.0% relative; validation score 0.550 (n = 3) against 0.125 "
+        f"for the baseline (step 0).{OPTIMISTIC.format(n=3)}</p>"
     ) in html
 
 
@@ -192,7 +201,7 @@ def test_a_checkpoint_whose_outputs_ignore_their_input_is_never_an_improvement(t
     # The checkpoint that does follow its input is named with its own paired difference.
     assert headline[1].endswith(
         "The best checkpoint whose outputs follow their input, step 10: +0.300 (95% paired interval +0.240 to +0.340), "
-        "+240.0% relative (an improvement)."
+        "P(improve) 1.00 (95% interval 1.00 to 1.00), +240.0% relative (an improvement)." + OPTIMISTIC.format(n=4)
     )
     assert "improves on" not in html
     assert (
@@ -218,7 +227,8 @@ def test_the_baseline_is_never_the_best_checkpoint(tmp_path):
     headline = re.search(r'<p class="headline (\w+)">(.*?)</p>', html).groups()
     assert headline == ("neutral", "No checkpoint beat the baseline (step 0), which scored 0.500 on the validation set "
                         "(n = 4); the best trained checkpoint, step 20, scored 0.400: -0.100 (95% paired interval "
-                        "-0.100 to -0.100), -20.0% relative.")
+                        "-0.100 to -0.100), P(improve) 0.00 (95% interval 0.00 to 0.00), -20.0% relative."
+                        + OPTIMISTIC.format(n=4))
     assert Page(html).row("step 20 ★ best") and "base (0) ★" not in html
 
 
@@ -247,8 +257,8 @@ def test_a_gain_below_the_smallest_change_is_no_clear_change(tmp_path):
     headline = re.search(r'<p class="headline (\w+)">(.*?)</p>', html).groups()
     assert headline == ("neutral", (
         "No clear change: the best checkpoint, step 10, differs from the baseline (step 0) by +0.007 "
-        "(95% paired interval +0.007 to +0.007), +350.0% relative; validation score 0.009 (n = 4) against "
-        "0.002 for the baseline (step 0)."
+        "(95% paired interval +0.007 to +0.007), P(improve) 1.00 (95% interval 1.00 to 1.00), +350.0% relative; "
+        "validation score 0.009 (n = 4) against 0.002 for the baseline (step 0)." + OPTIMISTIC.format(n=4)
     ))
     assert "Step 10 vs baseline: paired difference +0.007, 95% bootstrap interval [+0.007, +0.007]: smaller than the smallest change counted" in html
     assert "Step 10 improves" in render(paths, overfit_min_drop=0.005)

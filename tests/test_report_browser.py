@@ -70,3 +70,23 @@ def test_chinese_reads_where_no_cjk_font_is_installed(browser, tmp_path):
     tofu = shot(bare, False)  # the known failure: every Chinese character a box
     assert differing(tofu, with_cjk) > 0.002  # the comparison sees boxes where glyphs belong
     assert differing(without_cjk, with_cjk) < differing(tofu, with_cjk) / 20
+
+
+def test_the_report_with_a_test_set_and_a_second_judge_loads_without_console_errors(browser, tmp_path):
+    # Every section this run can have: the paired table with test columns, the dimensions that
+    # moved, and the agreement of two judges (their scores.jsonl rows as another judge would write them).
+    paths = fx.write_run(tmp_path / "run")
+    test, test_evals = fx.write_test_split(tmp_path / "run", {0: [0.2] * 4, 10: [0.3, 0.4, 0.2, 0.3],
+                                                             20: [0.5, 0.4, 0.3, 0.3], 30: [0.2] * 4})
+    extra = {step: scores for step, (_, scores) in fx.write_test_split(tmp_path / "other", {
+        0: [0.1, 0.3, 0.2, 0.4], 10: [0.2, 0.2, 0.6, 0.1], 20: [0.9, 0.1, 0.3, 0.2], 30: [0.4] * 4})[1].items()}
+    html = make_report(paths["metrics"], paths["labels"], paths["evals"], fx.DEFAULT_SETTINGS, val=paths["val"],
+                       test_evals=test_evals, test=test, judges={"rubric": extra}, judge_name="glm-glm-4.7")
+    for section in ('id="paired-table"', 'id="hacking-table"', '<section id="judges">', "Held-out test (4 slices)"):
+        assert section in html
+    report = tmp_path / "report.html"
+    report.write_text(html, encoding="utf-8")
+    shot = tmp_path / "report.png"
+    assert browser.open_page(report, shot, height=4000) == []
+    image = Image.open(shot).convert("RGB")
+    assert len(image.getcolors(maxcolors=1 << 20)) > 200

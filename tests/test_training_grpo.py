@@ -81,7 +81,7 @@ def test_both_calls_of_an_episode_share_the_group_and_advantage():
         return Episode(task, calls, reward)
 
     episodes = [episode("t1", r) for r in (1.0, 0.0, 0.5, 0.5)] + [episode("t2", r) for r in (0.2, 0.4, None, 0.4)]
-    rows = episode_rows(episodes, [e.task_id for e in episodes])
+    rows = episode_rows(episodes, [e.task_id for e in episodes], [e.reward for e in episodes])
     # a judge failure (None) is no reward of 0: its whole group (t2) stays out of the update
     assert {r.group for r in rows} == {"t1"}
     assert len(rows) == 8 and [r.response_ids for r in rows[:2]] == [[3], [6, 7]]

@@ -66,3 +66,32 @@ def test_a_step_where_no_task_has_a_reward_stops_instead_of_training_on_nothing(
     with pytest.raises(RuntimeError, match="no rollout of any task has a reward"):
         train_batch(RewardedGroupsDaemon, none)
     assert math.isnan(daemon(RewardedGroupsDaemon, is_train=False, rewards=none).get_test_metrics()["val/reward"])
+
+
+def test_the_shuffled_reward_control_permutes_the_step_rewards_before_the_batch(monkeypatch):
+    from audiobook_rl.compare.control import shuffle_rewards
+    from audiobook_rl.training.verl_backend import SHUFFLE_SEED, training_env
+
+    assert SHUFFLE_SEED not in training_env("log.jsonl") and training_env("log.jsonl", 1)[SHUFFLE_SEED] == "1"
+    monkeypatch.setenv(SHUFFLE_SEED, "1")
+    d = daemon(RewardedGroupsDaemon)
+    batch, metrics = d.get_train_data_batch(16, 8, torch.device("cpu"), global_steps=7)
+    # rollouts in (task, rollout id) order: A0, A1, B0, B1; B1's failure (None) stays in place
+    order = ["A0", "A1", "B0", "B1"]
+    expected = shuffle_rewards([REWARDS[(r[0], int(r[1]))] for r in order], seed=1, step=7)
+    assert [d._completed_rollouts_v0[r].final_reward for r in order] == expected == [0.25, 0.5, 0.75, None]
+    # the batch's rewards are the permuted ones, on both calls of each rollout (the judge's: 0.75, 0.75, 0.25, 0.25)
+    rewards = batch.batch["token_level_scores"].sum(dim=-1).tolist()
+    groups = list(batch.non_tensor_batch["data_id_list"])
+    assert [r for r, g in zip(rewards, groups) if g == "A"] == [0.25, 0.25, 0.5, 0.5]
+    dropped = batch.batch["is_drop_mask"].tolist()
+    assert [g for g, x in zip(groups, dropped) if x] == ["B"] * 4  # the group drop is as without the control
+    assert metrics["training/reward_shuffled"] == 1
+    assert metrics["training/reward"] == pytest.approx((0.75 + 0.25 + 0.5) / 3)
+
+
+def test_without_the_seed_the_rewards_are_the_judge_s():
+    d = daemon(RewardedGroupsDaemon)
+    _, metrics = d.get_train_data_batch(16, 8, torch.device("cpu"), global_steps=7)
+    assert [d._completed_rollouts_v0[r].final_reward for r in ("A0", "A1", "B0", "B1")] == [0.75, 0.25, 0.5, None]
+    assert metrics["training/reward_shuffled"] == 0

@@ -90,6 +90,7 @@ def labeling_config(workdir: Path, url: str) -> Path:
     return write_config(
         workdir,
         slice={"n_slices": 20},
+        split={"n_test": 0},
         label={"backend": "claude", "model": "claude-test"},
         llm={"base_url": {"anthropic": url}, "concurrency": 1, "rate_limit_per_minute": {"anthropic": 0}},
     )

@@ -29,9 +29,10 @@ def built(tmp_path_factory):
 def test_builds_slices_labels_and_parquet(built):
     slices = [json.loads(line) for line in (built / "results/slices.jsonl").read_text().splitlines()]
     labels = [json.loads(line) for line in (built / "results/labels.jsonl").read_text().splitlines()]
-    assert len(slices) == len(labels) == 20
+    assert len(slices) == len(labels) == 36
     assert len(read_parquet_rows(built / "results/data/train.parquet")) == 16
     assert len(read_parquet_rows(built / "results/data/val.parquet")) == 4
+    assert len(read_parquet_rows(built / "results/data/test.parquet")) == 16
     assert (built / "logs/label_slices.log").read_text().count("labeled:") >= 1
 
 
@@ -48,7 +49,7 @@ def test_nothing_to_do_after_a_finished_run(built):
     "changes,expected",
     [
         ({"slice": {"seed": 99}}, {"slice_corpus", "label_slices", "split_dataset"}),
-        ({"label": {"backend": "rules"}, "slice": {"n_slices": 20}}, set()),  # same values: no rerun
+        ({"label": {"backend": "rules"}, "slice": {"n_slices": 36}}, set()),  # same values: no rerun
         ({"split": {"seed": 8}}, {"split_dataset"}),
         ({"split": {"data_source": "novel"}}, {"split_dataset"}),
     ],
@@ -110,7 +111,7 @@ def test_missing_corpus_is_named_before_anything_runs(workdir):
         ({"resources": {"train": {"gpu": 1}}}, "unknown key 'resources.train' (did you mean 'resources.train_grpo'?)"),
         ({"label": {"backend": "gpt"}}, "config key 'label.backend'"),
         ({"agent": {"rewrite_prompt": "nope.md"}}, "config key 'agent.rewrite_prompt': prompt file nope.md not found."),
-        ({"slice": {"n_slices": 10}}, "'split.n_train' + 'split.n_val' (20) exceed 'slice.n_slices' (10)"),
+        ({"slice": {"n_slices": 10}}, "'split.n_train' + 'split.n_val' + 'split.n_test' (36) exceed 'slice.n_slices' (10); raise 'slice.n_slices' to 36"),
     ],
 )
 def test_invalid_config_names_the_key(workdir, config, expected):
@@ -123,7 +124,7 @@ def test_invalid_config_names_the_key(workdir, config, expected):
 
 def test_text_without_dialogue_is_sliced_with_a_warning(workdir):
     narration = "　　山路弯弯，雪落无声。远处的松林里偶尔传来一两声鸦鸣，随即又归于寂静。行人裹紧了斗篷，一步一步往山上去。\n\n"
-    proc = run_bad(workdir, narration.encode() * 40, slice={"n_slices": 5}, split={"n_train": 4, "n_val": 1})
+    proc = run_bad(workdir, narration.encode() * 40, slice={"n_slices": 5}, split={"n_train": 4, "n_val": 1, "n_test": 0})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "has no dialogue" in (workdir / "logs/slice_corpus.log").read_text()
 

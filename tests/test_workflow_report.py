@@ -40,11 +40,13 @@ def workdir(tmp_path):
     for name, target in (("metrics", "train/metrics.jsonl"), ("labels", "labels.jsonl"), ("val", "data/val.parquet")):
         (results / target).parent.mkdir(parents=True, exist_ok=True)
         (results / target).write_bytes(Path(paths[name]).read_bytes())
+    # The default run has a test set: the fixture's validation files stand in for it too.
+    (results / "data" / "test.parquet").write_bytes(Path(paths["val"]).read_bytes())
     for step, (outputs, scores) in paths["evals"].items():
-        d = results / "eval" / f"step_{step}"
-        d.mkdir(parents=True)
-        (d / "outputs.jsonl").write_bytes(Path(outputs).read_bytes())
-        (d / "scores.jsonl").write_bytes(Path(scores).read_bytes())
+        for d in (results / "eval" / f"step_{step}", results / "eval" / "test" / f"step_{step}"):
+            d.mkdir(parents=True)
+            (d / "outputs.jsonl").write_bytes(Path(outputs).read_bytes())
+            (d / "scores.jsonl").write_bytes(Path(scores).read_bytes())
     (results / "models" / "step_0").mkdir(parents=True)
     (results / "models" / "step_0" / "config.json").write_bytes((Path(paths["policy"]) / "config.json").read_bytes())
     (tmp_path / "overlay.yaml").write_text("{}\n", encoding="utf-8")

@@ -197,7 +197,7 @@ BAD_CORPUS_SAYS = {
     "whitespace": "bad.txt: the file holds only whitespace.",
     "binary": "bad.txt: looks like a binary file",
     "neither-utf8-nor-gb18030": "bad.txt: cannot be read as UTF-8 or GB18030/GBK text",
-    "too-short": "bad.txt: can make only 1 slices of 100–200 characters, but 20 were requested",
+    "too-short": "bad.txt: can make only 1 slices of 100–200 characters, but 36 were requested",
     "unbalanced-quotes": "bad.txt: can make only 0 slices",
 }
 BAD_MACHINE = {

@@ -33,6 +33,7 @@ def test_without_a_run_name_outputs_keep_their_paths(tmp_path):
         "results/labels.jsonl",
         "results/data/train.parquet",
         "results/data/val.parquet",
+        "results/data/test.parquet",
     }
     assert _logs(proc) == {"logs/slice_corpus.log", "logs/label_slices.log", "logs/split_dataset.log"}
 
@@ -41,7 +42,7 @@ def test_without_a_run_name_outputs_keep_their_paths(tmp_path):
 def test_a_run_name_moves_every_output_and_log_under_runs(tmp_path):
     proc = snakemake(tmp_path, f"results/runs/seed1/{DATA}", "-n", "--cores", "1", "--config", "run_name=seed1")
     outputs, logs = _outputs(proc), _logs(proc)
-    assert len(outputs) == 4 and all(p.startswith("results/runs/seed1/") for p in outputs), outputs
+    assert len(outputs) == 5 and all(p.startswith("results/runs/seed1/") for p in outputs), outputs
     assert len(logs) == 3 and all(p.startswith("logs/runs/seed1/") for p in logs), logs
 
 

@@ -14,7 +14,7 @@ from helpers.workflow import snakemake
 
 TINY = {
     "slice": {"n_slices": 4},
-    "split": {"n_train": 2, "n_val": 2},
+    "split": {"n_train": 2, "n_val": 2, "n_test": 0},
     "policy": {
         "vocab_size": 300,
         "prompt_repeats": 1,
@@ -70,7 +70,7 @@ def test_runs_share_one_label_cache(tmp_path):
     with Loopback(valid) as server:
         claude = {
             "slice": {"n_slices": 4},
-            "split": {"n_train": 2, "n_val": 2},
+            "split": {"n_train": 2, "n_val": 2, "n_test": 0},
             "label": {"backend": "claude", "model": "claude-opus-test"},
             "llm": {"base_url": {"anthropic": server.url}, "rate_limit_per_minute": {"anthropic": 0}},
         }

@@ -111,14 +111,22 @@ def _check_ranges(config: dict) -> None:
     s = config["slice"]
     if s["min_chars"] > s["max_chars"]:
         raise UserError("config keys 'slice.min_chars' and 'slice.max_chars': the minimum is above the maximum.")
-    wanted = config["split"]["n_train"] + config["split"]["n_val"]
+    wanted = split_size(config["split"])
     if wanted > s["n_slices"]:
         raise UserError(
-            f"config keys 'split.n_train' + 'split.n_val' ({wanted}) exceed 'slice.n_slices' ({s['n_slices']})."
+            f"config keys 'split.n_train' + 'split.n_val' + 'split.n_test' ({wanted}) exceed 'slice.n_slices' "
+            f"({s['n_slices']}); raise 'slice.n_slices' to {wanted} or lower the split."
         )
-    for key, judge in (("judge", config["judge"]), ("train.reward", config["train"]["reward"])):
+    judges = [("judge", config["judge"]), ("train.reward", config["train"]["reward"])]
+    judges += [(f"judge.agreement[{i}]", judge) for i, judge in enumerate(config["judge"]["agreement"])]
+    for key, judge in judges:
         if sum(judge["weights"].values()) <= 0:
             raise UserError(f"config key '{key}.weights': weights must be non-negative and not all zero.")
+
+
+def split_size(split: dict) -> int:
+    """Slices the split takes: training, validation and test rows."""
+    return split["n_train"] + split["n_val"] + split["n_test"]
 
 
 def load_config(path: str | Path, schema_path: str | Path = SCHEMA, overlays: list[str | Path] = ()) -> dict:

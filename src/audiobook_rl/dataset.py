@@ -1,4 +1,4 @@
-"""The train/validation split, as parquet rows that Agent Lightning and verl read directly.
+"""The train/validation/test split, as parquet rows that Agent Lightning and verl read directly.
 
 A row carries everything the later stages need, so data flows one way (labels → parquet → policy,
 training, generation, judging): the create role's messages (``prompt``), the reference script
@@ -15,6 +15,7 @@ import json
 import random
 from dataclasses import dataclass
 
+from .config import split_size
 from .errors import UserError
 from .files import read_parquet_rows
 from .prompts import Prompt
@@ -52,20 +53,27 @@ def read_tasks(path) -> list[Task]:
 
 
 def split_rows(labels: list[dict], settings: dict, create_prompt: Prompt) -> dict[str, list[dict]]:
-    """Shuffle the labelled slices with ``settings['seed']`` and cut them into train and val rows.
+    """Shuffle the labelled slices with ``settings['seed']`` and cut them into train, val and test rows
+    (disjoint: no slice is in two parts).
 
     Each row carries the create role's chat messages as ``prompt`` and the reference script as
     ``reward_model.ground_truth`` (JSON text), as verl's RL datasets expect.
     """
-    n_train, n_val = settings["n_train"], settings["n_val"]
-    if n_train + n_val > len(labels):
+    n_train, n_val, n_test = settings["n_train"], settings["n_val"], settings["n_test"]
+    wanted = split_size(settings)
+    if wanted > len(labels):
         raise UserError(
-            f"config keys 'split.n_train' + 'split.n_val' ask for {n_train + n_val} rows "
-            f"but only {len(labels)} labelled slices exist; raise 'slice.n_slices' or lower the split."
+            f"config keys 'split.n_train' + 'split.n_val' + 'split.n_test' ask for {wanted} rows "
+            f"but only {len(labels)} labelled slices exist; raise 'slice.n_slices' to {wanted} or lower the split."
         )
     order = sorted(labels, key=lambda r: r["id"])
     random.Random(settings["seed"]).shuffle(order)
-    parts = {"train": order[:n_train], "val": order[n_train : n_train + n_val]}
+    # Train and val are cut first, as before a test set existed: adding one leaves them as they were.
+    parts = {
+        "train": order[:n_train],
+        "val": order[n_train : n_train + n_val],
+        "test": order[n_train + n_val : wanted],
+    }
     return {
         split: [_row(label, split, i, settings, create_prompt) for i, label in enumerate(rows)]
         for split, rows in parts.items()

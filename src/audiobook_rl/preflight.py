@@ -53,8 +53,10 @@ def check_keys(config: dict, env: Mapping[str, str] | None = None) -> list[str]:
     """The API keys the configured backends need but the environment lacks (values never shown)."""
     env = os.environ if env is None else env
     problems = []
-    for section in backends.REGISTRY:
-        backend = backends.configured(config, section)
+    chosen = [(section, backends.configured(config, section)) for section in backends.REGISTRY]
+    chosen += [(f"judge.agreement[{i}]", backends.get("judge", judge["backend"]))
+               for i, judge in enumerate(config["judge"]["agreement"])]
+    for section, backend in chosen:
         var = config["llm"]["key_env"][backend.provider] if backend.provider else None
         if var and not env.get(var, "").strip():
             problems.append(

@@ -29,7 +29,9 @@ def prompt_files(config: dict) -> dict[str, str]:
     """Every prompt file the workflow reads, by config key: the agent's two roles and the prompt of
     each configured backend that reads one."""
     agent = {f"agent.{key}": config["agent"][key] for key in ("create_prompt", "rewrite_prompt")}
-    return {**agent, **backends.prompt_files(config)}
+    extra = {f"judge.agreement[{i}].prompt": judge["prompt"] for i, judge in enumerate(config["judge"]["agreement"])
+             if backends.get("judge", judge["backend"]).prompt}
+    return {**agent, **backends.prompt_files(config), **extra}
 
 
 def check_config(config: dict) -> list[str]:

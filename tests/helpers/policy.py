@@ -25,7 +25,7 @@ TINY_TRAIN = {
     "rollout": {"n": 2, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 12}, "val_temperature": 0.0,
     "lr": 0.001, "weight_decay": 0.0, "clip_ratio_low": 0.2, "clip_ratio_high": 0.3, "clip_ratio_c": 3.0,
     "mini_batches": 2, "micro_batch_size": 3, "grad_clip": 1.0, "generate_batch_size": 8,
-    "test_freq": 2, "save_freq": 2,
+    "test_freq": 2, "save_freq": 2, "reward": {"backend": "rubric", "shuffle": False},
     # a policy this small writes no valid script: the guard would stop these runs at once
     "collapse_patience": 0,
 }
@@ -34,7 +34,7 @@ TINY_TRAIN = {
 def tiny_rows(n_train: int = 3, n_val: int = 2) -> dict[str, list[dict]]:
     """Dataset rows (as split_dataset writes them) of rule-labelled excerpts of the bundled story."""
     labels = [{**c, "script": [s.to_dict() for s in c["script"]]} for c in story_cases(n_train + n_val)]
-    return split_rows(labels, {"n_train": n_train, "n_val": n_val, "seed": 0, "data_source": "audiobook"}, prompts().create)
+    return split_rows(labels, {"n_train": n_train, "n_val": n_val, "n_test": 0, "seed": 0, "data_source": "audiobook"}, prompts().create)
 
 
 def build_tiny_policy(out_dir: Path, settings: dict | None = None) -> dict:

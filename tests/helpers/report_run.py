@@ -114,3 +114,29 @@ def write_run(root: Path, overfit: bool = True, steps=(0, 10, 20, 30), metrics=N
 
 def _jsonl(path: Path, rows) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+TEST_IDS = ["t1", "t2", "t3", "t4"]
+
+
+def write_test_split(root: Path, overall: dict[int, list[float]]) -> tuple[Path, dict]:
+    """The same checkpoints on held-out test slices ``TEST_IDS`` with these overall scores per step
+    (every dimension = overall); returns the test parquet and the test evals make_report takes."""
+    write_parquet_rows(
+        root / "test.parquet",
+        [{"data_source": "audiobook", "extra_info": {"index": i, "split": "test", "slice_id": sid, "aliases": "{}",
+                                                     "text": f"第{i + 5}段叙述。老邓道：“第{i + 5}段对白！”"}}
+         for i, sid in enumerate(TEST_IDS)],
+    )
+    evals = {}
+    for step, values in overall.items():
+        d = root / "eval" / "test" / f"step_{step}"
+        d.mkdir(parents=True, exist_ok=True)
+        finals = [json.dumps(reference(i + 5), ensure_ascii=False) for i in range(len(TEST_IDS))]
+        _jsonl(d / "outputs.jsonl", [{"id": sid, "step": step, "draft": final, "final": final, "draft_notes": None, "final_notes": None}
+                                     for sid, final in zip(TEST_IDS, finals)])
+        _jsonl(d / "scores.jsonl", [{"id": sid, "step": step, "overall": v, "scores": {dim: v for dim in DIMENSIONS},
+                                     "reasons": {}, "backend": "rubric", "model": "rubric-v2", "error": None}
+                                    for sid, v in zip(TEST_IDS, values)])
+        evals[step] = (d / "outputs.jsonl", d / "scores.jsonl")
+    return root / "test.parquet", evals

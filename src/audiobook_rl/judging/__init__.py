@@ -13,6 +13,8 @@ section, whose rubric weights and defaults are the schema's.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import asdict, dataclass, field
 
 DIMENSIONS = ("format", "completeness", "speaker", "emotion", "segmentation")
@@ -33,6 +35,14 @@ class Verdict:
         return asdict(self)
 
 
+def finite_number(value) -> float | None:
+    """A score or reward as read back from a file: a finite float, or None (JSON null, NaN, strings and
+    booleans are not scores)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
 def weighted(scores: dict[str, float], weights: dict[str, float]) -> float:
     """Σ weight × score over the five dimensions, with weights normalised to sum to 1 (the config
     check refuses weights that are all zero)."""
@@ -50,3 +60,24 @@ def case_args(case) -> tuple:
 def failure(backend: str, model: str, error: str) -> Verdict:
     """The verdict recorded when a judge could not score a case: kept and counted, never a silent 0."""
     return Verdict(None, dict.fromkeys(DIMENSIONS), dict.fromkeys(DIMENSIONS, ""), backend, model, error)
+
+
+def judge_name(settings: dict) -> str:
+    """A judge section's name in paths and on the report: ``rubric``, or ``<backend>-<model>`` for an
+    LLM judge (characters other than letters, digits, '.', '_' and '-' become '-')."""
+    name = settings["backend"] if settings["backend"] == "rubric" else f"{settings['backend']}-{settings['model']}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+
+
+def agreement_judges(judge: dict) -> dict[str, dict]:
+    """The extra judges of the ``judge`` section (``judge.agreement``) by unique name; a name taken by
+    an earlier judge (the configured one included) gets the judge's position appended (``rubric-2``)."""
+    taken = {judge_name(judge)}
+    out = {}
+    for i, settings in enumerate(judge["agreement"], start=1):
+        name = judge_name(settings)
+        if name in taken:
+            name = f"{name}-{i}"
+        taken.add(name)
+        out[name] = settings
+    return out

@@ -19,7 +19,7 @@ def score_outputs(outputs: list[dict], tasks: list[Task], judge, step: int | str
     missing = [o["id"] for o in outputs if o["id"] not in by_id]
     if missing:
         raise UserError(
-            f"outputs of step {step} name slices {missing[:5]} that the validation set lacks; "
+            f"outputs of step {step} name slices {missing[:5]} that their split's tasks lack; "
             "regenerate the outputs from the current split."
         )
     cases = [

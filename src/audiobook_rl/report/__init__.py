@@ -1,7 +1,7 @@
 """The comparison report (results/report.html): did RL help, where, and at which checkpoint?
 
-:func:`make_report` reads the training metrics, the labels, the validation split and each
-evaluated step's outputs and scores, and returns one self-contained HTML page (styles and SVG
+:func:`make_report` reads the training metrics, the labels, the validation and test splits and
+each evaluated step's outputs and scores on both, and returns one self-contained HTML page (styles and SVG
 charts inline, no scripts, every model or corpus string escaped). Modules: :mod:`.load` reads the
 files, :mod:`.checkpoints` and :mod:`.diagnosis` compute the numbers and sentences, :mod:`.plots`
 draws the charts, :mod:`.provenance` says where everything came from, :mod:`.render` fills
@@ -26,22 +26,33 @@ def make_report(
     settings: dict,
     val: str | Path | None = None,
     policy_dir: str | Path | None = None,
+    test_evals: dict[int, tuple[str | Path, str | Path]] | None = None,
+    test: str | Path | None = None,
+    judges: dict[str, dict[int, str | Path]] | None = None,
     **shown,
 ) -> str:
-    """The report's HTML. ``evals`` maps each evaluated step to its (outputs.jsonl, scores.jsonl);
+    """The report's HTML. ``evals`` maps each evaluated step to its (outputs.jsonl, scores.jsonl) on
+    the validation slices, ``test_evals`` the same on the held-out test slices (none: no test set);
     ``settings`` is the ``report`` config section; ``policy_dir`` (results/models/step_0) names the
-    base policy. ``shown`` goes to :func:`.render.build_report` as given (``train``, ``policy``,
-    ``eval_cfg``, ``config_hash``, ``template``, ``repo``)."""
+    base policy; ``judges`` maps each extra judge (``judge.agreement``) to its scores.jsonl per step,
+    on the split of the headline. ``shown`` goes to :func:`.render.build_report` as given (``train``,
+    ``policy``, ``eval_cfg``, ``config_hash``, ``template``, ``repo``, ``judge_name``)."""
     from .load import load_run
     from .render import build_report
 
-    run = load_run(metrics, labels, evals, val)
+    run = load_run(metrics, labels, evals, val, test_evals, test)
     inputs = {"metrics": str(metrics), "labels": str(labels)}
     if val:
         inputs["val"] = str(val)
+    if test and test_evals:
+        inputs["test"] = str(test)
     if policy_dir:
         inputs["policy"] = str(Path(policy_dir) / "config.json")
-    for step in sorted(evals):
-        inputs[f"outputs_{step}"] = str(evals[step][0])
-        inputs[f"scores_{step}"] = str(evals[step][1])
-    return build_report(run, settings, inputs, policy_dir=policy_dir, **shown)
+    for split, files in (("", evals), ("test_", test_evals or {})):
+        for step in sorted(files):
+            inputs[f"{split}outputs_{step}"] = str(files[step][0])
+            inputs[f"{split}scores_{step}"] = str(files[step][1])
+    for name, files in (judges or {}).items():
+        for step in sorted(files):
+            inputs[f"judge {name} scores_{step}"] = str(files[step])
+    return build_report(run, settings, inputs, policy_dir=policy_dir, judges=judges or {}, **shown)

@@ -1,4 +1,5 @@
-"""One row per evaluated checkpoint: the judge's scores and the output checks on the validation set.
+"""One row per evaluated checkpoint: the judge's scores and the output checks on one split (the
+validation slices, or the held-out test slices).
 
 Judge failures (``overall`` null, ``error`` set) are counted and left out of every mean; they
 are never read as a score of 0. Besides the judge's numbers, each row measures the outputs
@@ -12,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..judging import DIMENSIONS
+from ..compare.paired import Paired, direction, paired
+from ..judging import DIMENSIONS, finite_number
 from ..judging.diversity import Diversity, diversity
 from ..judging.rubric import speaker_accuracy
 from ..script import parse_script
 from ..steps import best_step
 from . import stats
-from .load import RunData, StepEval, finite_number
+from .load import RunData, StepEval
 
 
 @dataclass
@@ -41,15 +43,26 @@ class CheckpointRow:
     diversity: Diversity
     overall_by_id: dict[str, float] = field(default_factory=dict)
     change_pct: float | None = None  # vs the baseline's mean
-    diff: float | None = None  # paired mean difference vs the baseline
-    diff_ci: tuple[float, float] | None = None
+    vs_base: Paired | None = None  # paired comparison with the baseline (None for the baseline itself)
     vs_baseline: str = "unclear"  # better / worse / unclear, by :func:`compare`
     is_best: bool = False
     is_baseline: bool = False
+    # The score the best checkpoint is chosen by: the validation mean, also for a row of the test set,
+    # whose own mean never chooses (that would make its headline optimistic again).
+    chosen_by: float | None = None
 
     @property
     def speaker_accuracy(self) -> float | None:
         return self.quotes_right / self.quotes if self.quotes else None
+
+    @property
+    def diff(self) -> float | None:
+        """Paired mean difference to the baseline over the slices both scored."""
+        return None if self.vs_base is None else self.vs_base.mean_diff
+
+    @property
+    def diff_ci(self) -> tuple[float, float] | None:
+        return None if self.vs_base is None else self.vs_base.diff_ci
 
 
 def final_notes(output: dict) -> dict:
@@ -113,33 +126,42 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
     )
 
 
-def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict) -> tuple[float | None, tuple[float, float] | None]:
-    """Mean of ``a - b`` over the slices both scored, and its paired bootstrap interval."""
-    diff, ci, _ = stats.paired_diff_ci(
-        a.overall_by_id, b.overall_by_id, settings["bootstrap_samples"], settings["bootstrap_seed"] + a.step, settings["confidence"]
+# The report's words for :func:`..compare.paired.direction`.
+VERDICTS = {"up": "better", "down": "worse", "flat": "unclear", "too few": "unclear"}
+
+
+def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict) -> Paired:
+    """``a`` against ``b`` on the slices both scored (:func:`..compare.paired.paired`), seeded by
+    ``a``'s step so every comparison of a checkpoint draws the same resamples."""
+    return paired(
+        a.overall_by_id,
+        b.overall_by_id,
+        samples=settings["bootstrap_samples"],
+        seed=settings["bootstrap_seed"] + a.step,
+        confidence=settings["confidence"],
     )
-    return (None if diff != diff else diff), ci  # NaN: no slice scored at both steps
 
 
-def compare(diff: float | None, ci: tuple[float, float] | None, settings: dict) -> str:
+def compare(p: Paired, settings: dict) -> str:
     """The one rule by which the report calls two checkpoints different: ``better`` (``worse``)
     when the paired interval lies above (below) 0 and the difference is at least
-    ``report.overfit_min_drop``; else ``unclear``."""
-    if diff is None or ci is None or abs(diff) < settings["overfit_min_drop"]:
-        return "unclear"
-    return "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "unclear"
+    ``report.overfit_min_drop`` (:func:`..compare.paired.direction`); else ``unclear``."""
+    return VERDICTS[direction(p, settings["overfit_min_drop"])]
 
 
-def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
-    """Rows in step order; the first step (0 = the base policy) is the baseline, the best row is marked."""
+def checkpoint_rows(run: RunData, settings: dict, chosen_by: dict[int, float | None] | None = None) -> list[CheckpointRow]:
+    """Rows in step order; the first step (0 = the base policy) is the baseline, the best row is marked.
+    ``chosen_by`` (step → validation mean) chooses the best for the rows of the test set; by default
+    each row's own mean does (the validation rows)."""
     rows = [_row(s, run, settings) for s in run.steps]
     base = rows[0]
     base.is_baseline = True
     for r in rows:
+        r.chosen_by = r.mean if chosen_by is None else chosen_by.get(r.step)
         r.change_pct = stats.relative_change(r.mean, base.mean)
         if r is not base:
-            r.diff, r.diff_ci = paired_diff(r, base, settings)
-            r.vs_baseline = compare(r.diff, r.diff_ci, settings)
+            r.vs_base = paired_diff(r, base, settings)
+            r.vs_baseline = compare(r.vs_base, settings)
     best = best_row(rows)
     if best is not None:
         best.is_best = True
@@ -147,8 +169,8 @@ def checkpoint_rows(run: RunData, settings: dict) -> list[CheckpointRow]:
 
 
 def best_row(rows: list[CheckpointRow], keep: Callable[[CheckpointRow], bool] = lambda r: True) -> CheckpointRow | None:
-    """The best checkpoint by mean score (:func:`audiobook_rl.steps.best_step`: never the baseline,
-    ``rows[0]``), among the rows ``keep`` accepts; None when none of them has a score."""
+    """The best checkpoint by validation score (:func:`audiobook_rl.steps.best_step`: never the
+    baseline, ``rows[0]``), among the rows ``keep`` accepts; None when none of them has a score."""
     trained = {r.step: r for r in rows[1:] if keep(r)}
-    step = best_step({s: r.mean for s, r in trained.items()})
-    return None if step is None else trained[step]
+    step = best_step({s: r.chosen_by for s, r in trained.items()})
+    return None if step is None or trained[step].mean is None else trained[step]

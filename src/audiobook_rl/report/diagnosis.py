@@ -64,18 +64,30 @@ class Note:
     text: str
 
 
+# Below this many paired slices, a nominal 95 % paired interval is measured to cover the true
+# difference clearly less often than it says (bench/bench_compare_coverage.py: 0.78 at 4 slices,
+# 0.92 at 16, 0.94 at 32), so the report says in words that its intervals are wide.
+WIDE_BELOW = 16
+
+
 def diff_text(r: CheckpointRow, confidence: float) -> str:
-    """The paired difference to the baseline with its interval, then the relative change:
-    ``+0.105 (95% paired interval +0.020 to +0.190), +54.9% relative``."""
+    """The paired difference to the baseline with its interval, then the probability of improvement
+    with its interval, then the relative change: ``+0.105 (95% paired interval +0.020 to +0.190),
+    P(improve) 0.75 (95% interval 0.50 to 0.94), +54.9% relative``."""
     if r.diff is None:
         return "no slice scored at both steps"
+    level = f"{confidence:.0%}"
     interval = (
-        f"{confidence:.0%} paired interval {r.diff_ci[0]:+.3f} to {r.diff_ci[1]:+.3f}"
+        f"{level} paired interval {r.diff_ci[0]:+.3f} to {r.diff_ci[1]:+.3f}"
         if r.diff_ci
         else "too few slices scored at both steps for an interval"
     )
+    p = r.vs_base
+    improve = f", P(improve) {p.p_improve:.2f}"
+    if p.p_improve_ci:
+        improve += f" ({level} interval {p.p_improve_ci[0]:.2f} to {p.p_improve_ci[1]:.2f})"
     relative = "" if r.change_pct is None else f", {pct(r.change_pct)} relative"
-    return f"{r.diff:+.3f} ({interval}){relative}"
+    return f"{r.diff:+.3f} ({interval}){improve}{relative}"
 
 
 def verdict(r: CheckpointRow) -> str:
@@ -84,31 +96,51 @@ def verdict(r: CheckpointRow) -> str:
     return "ignores input" if r.diversity.ignores_input else r.vs_baseline
 
 
-def headline(rows: list[CheckpointRow], confidence: float) -> Note:
-    """One sentence a reader can quote: the best checkpoint against the baseline, the paired
-    difference with its interval first and the relative change second; "no clear change" when the
-    interval includes 0, and never an improvement when the outputs ignore their input. Its level
-    is ``ok`` (green) only for a clear improvement."""
+def headline(rows: list[CheckpointRow], confidence: float, held_out: bool = False) -> Note:
+    """One sentence a reader can quote: the best checkpoint (chosen on validation) against the
+    baseline, the paired difference with its interval first, the probability of improvement second
+    and the relative change last; "no clear change" when the interval includes 0, and never an
+    improvement when the outputs ignore their input. Its level is ``ok`` (green) only for a clear
+    improvement. ``rows`` are the held-out test set's when ``held_out``, else the validation set's:
+    then a sentence says the score is optimistic, measured on the slices that chose the checkpoint."""
+    note = _headline(rows, confidence, "test" if held_out else "validation")
+    best = best_row(rows)
+    if best is None or rows[0].mean is None:
+        return note
+    if held_out:
+        tail = (f" The checkpoint was chosen on the validation slices; every number here is measured on the "
+                f"{best.n_val} held-out test slices, which neither training nor that choice saw.")
+    else:
+        tail = (" This score is measured on the validation slices that chose the checkpoint, so it is optimistic "
+                "(no held-out test set: split.n_test is 0).")
+    n = best.vs_base.n if best.vs_base else best.n_scored
+    if n < WIDE_BELOW:
+        tail += (f" With n = {n} paired slices the intervals are wide, and a nominal {confidence:.0%} interval covers "
+                 f"the true difference less often than it says (fewer than {WIDE_BELOW} slices).")
+    return Note(note.level, note.text + tail)
+
+
+def _headline(rows: list[CheckpointRow], confidence: float, split: str) -> Note:
     base, best = rows[0], best_row(rows)
     base_name = "the baseline (step 0)" if base.step == 0 else f"the first evaluated step ({base.step})"
     if len(rows) == 1 and base.mean is not None:
-        return Note("neutral", f"Only {base_name} was evaluated: validation score {fmt(base.mean)} (n = {base.n_scored}).")
+        return Note("neutral", f"Only {base_name} was evaluated: {split} score {fmt(base.mean)} (n = {base.n_scored}).")
     if best is None:
         scored = "" if base.mean is None else f" ({base_name} scored {fmt(base.mean)})"
         return Note("bad", f"No trained checkpoint could be scored{scored}: every judge call failed or no scores were written (see the table).")
     if base.mean is None:
         return Note(
             "neutral",
-            f"The best checkpoint is step {best.step} with validation score {fmt(best.mean)} (n = {best.n_scored}); "
+            f"The best checkpoint is step {best.step} with {split} score {fmt(best.mean)} (n = {best.n_scored}); "
             f"{base_name} has no judge score, so no change can be computed.",
         )
     if best.mean <= base.mean:
         return Note(
             "neutral",
-            f"No checkpoint beat {base_name}, which scored {fmt(base.mean)} on the validation set (n = {base.n_scored}); "
+            f"No checkpoint beat {base_name}, which scored {fmt(base.mean)} on the {split} set (n = {base.n_scored}); "
             f"the best trained checkpoint, step {best.step}, scored {fmt(best.mean)}: {diff_text(best, confidence)}.",
         )
-    scores = f"validation score {fmt(best.mean)} (n = {best.n_scored}) against {fmt(base.mean)} for {base_name}"
+    scores = f"{split} score {fmt(best.mean)} (n = {best.n_scored}) against {fmt(base.mean)} for {base_name}"
     change = diff_text(best, confidence)
     outcome = verdict(best)
     if outcome == "ignores input":
@@ -156,7 +188,8 @@ def overfitting_note(c: Curves, rows: list[CheckpointRow], settings: dict) -> No
         peak = _curve_drop(c, min_drop)
         tail = f" ({peak}; the evaluated checkpoints do not bracket that drop, so it is not tested)" if peak else ""
         return Note("ok", f"No sign of over-fitting: the last evaluated checkpoint, step {last.step}, scores highest{tail}.")
-    diff, ci = paired_diff(last, best, settings)
+    drop = paired_diff(last, best, settings)
+    diff, ci = drop.mean_diff, drop.diff_ci
     if ci is None:
         return Note(
             "ok",
@@ -167,7 +200,7 @@ def overfitting_note(c: Curves, rows: list[CheckpointRow], settings: dict) -> No
         f"step {last.step} scores {fmt(last.mean)} against {fmt(best.mean)} at step {best.step}, the best checkpoint: "
         f"{diff:+.3f} ({settings['confidence']:.0%} paired interval {ci[0]:+.3f} to {ci[1]:+.3f})"
     )
-    if compare(diff, ci, settings) != "worse":
+    if compare(drop, settings) != "worse":
         why = "which includes 0, so the drop is within noise" if ci[1] >= 0 else f"a drop smaller than report.overfit_min_drop ({min_drop})"
         return Note("ok", f"No clear sign of over-fitting: {where}, {why}.")
     rise = _train_rise(c, best.step, last.step)
@@ -239,10 +272,10 @@ def _train_rise(c: Curves, start: int, end: int) -> tuple[float, float] | None:
     return None if a is None or b is None else (a, b)
 
 
-def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
-    """Warnings when the validation set is small, each checkpoint's paired difference to the
-    baseline with its interval (does it beat it at all?), and the checkpoints the best one cannot
-    be told apart from by the same paired test."""
+def noise_warnings(rows: list[CheckpointRow], settings: dict, split: str = "validation") -> list[str]:
+    """Warnings when the ``split`` set (whose rows these are) is small, each checkpoint's paired
+    difference to the baseline with its interval (does it beat it at all?), and the checkpoints the
+    best one cannot be told apart from by the same paired test."""
     out = []
     best = best_row(rows)
     if best is None:
@@ -250,7 +283,7 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
     level = f"{settings['confidence']:.0%}"
     if best.n_scored < settings["min_n"]:
         out.append(
-            f"Only n = {best.n_scored} validation slices were scored for step {best.step} (fewer than {settings['min_n']}): "
+            f"Only n = {best.n_scored} {split} slices were scored for step {best.step} (fewer than {settings['min_n']}): "
             "the intervals are wide; a difference is called clear only where its paired interval excludes 0."
         )
     for r in rows:
@@ -263,7 +296,7 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
         says = {
             "better": "better than the baseline",
             "worse": "worse than the baseline",
-            "unclear": "the validation set cannot tell them apart"
+            "unclear": f"the {split} set cannot tell them apart"
             if lo <= 0 <= hi
             else f"smaller than the smallest change counted (report.overfit_min_drop = {settings['overfit_min_drop']}): no clear change",
         }[r.vs_baseline]
@@ -273,7 +306,7 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
     ties = [
         str(r.step)
         for r in rows[1:]
-        if r is not best and r.mean is not None and compare(*paired_diff(r, best, settings), settings) == "unclear"
+        if r is not best and r.mean is not None and compare(paired_diff(r, best, settings), settings) == "unclear"
     ]
     if ties:
         out.append(
@@ -283,15 +316,17 @@ def noise_warnings(rows: list[CheckpointRow], settings: dict) -> list[str]:
     return out
 
 
-def coverage_warnings(rows: list[CheckpointRow]) -> list[str]:
-    """Judge failures and unscored slices, per step, so no mean silently rests on fewer slices."""
+def coverage_warnings(rows: list[CheckpointRow], split: str = "validation") -> list[str]:
+    """Judge failures and unscored slices of the ``split`` set, per step, so no mean silently rests on
+    fewer slices."""
     out = []
     failed = [(r.step, r.n_failed) for r in rows if r.n_failed]
     if failed:
         total = sum(n for _, n in failed)
         each = ", ".join(f"step {s}: {n}" for s, n in failed)
-        out.append(f"{total} judge failure(s) ({each}) are excluded from the means, not counted as 0; their errors are shown in the samples.")
+        where = "" if split == "validation" else f" on the {split} set"
+        out.append(f"{total} judge failure(s){where} ({each}) are excluded from the means, not counted as 0; their errors are shown in the samples.")
     for r in rows:
         if r.n_missing:
-            out.append(f"Step {r.step}: {r.n_missing} of {r.n_val} validation slices have no score line; its mean rests on the rest.")
+            out.append(f"Step {r.step}: {r.n_missing} of {r.n_val} {split} slices have no score line; its mean rests on the rest.")
     return out

@@ -6,12 +6,12 @@ A malformed line or a missing file does not stop the report: it is skipped and n
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
 from ..files import read_jsonl, read_parquet_rows
+from ..judging import finite_number
 
 
 @dataclass
@@ -33,6 +33,9 @@ class RunData:
     steps: list[StepEval]
     problems: list[str] = field(default_factory=list)
     val_text: dict[str, str] = field(default_factory=dict)  # source text by slice id, from the parquet
+    # The same checkpoints on the held-out test slices (split.n_test > 0): ``val_ids``, ``steps`` and
+    # ``val_text`` there are the test set's; metrics and labels are this run's, problems shared.
+    test: "RunData | None" = None
 
 
 def read_jsonl_tolerant(path: str | Path, problems: list[str]) -> list[dict]:
@@ -41,13 +44,6 @@ def read_jsonl_tolerant(path: str | Path, problems: list[str]) -> list[dict]:
         problems.append(f"{path} is missing; its part of the report is empty.")
         return []
     return read_jsonl(path, problems)
-
-
-def finite_number(value) -> float | None:
-    """A finite float, or None (JSON null, NaN, strings and booleans are not rewards)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def read_metrics(path: str | Path, problems: list[str]) -> list[dict]:
@@ -93,16 +89,8 @@ def _keyed(rows: list[dict], path, problems: list[str]) -> dict[str, dict]:
     return out
 
 
-def load_run(
-    metrics: str | Path,
-    labels: str | Path,
-    evals: dict[int, tuple[str | Path, str | Path]],
-    val: str | Path | None = None,
-) -> RunData:
-    """Read everything: ``evals`` maps each evaluated step to its (outputs, scores) paths."""
-    if not evals:
-        raise UserError("report: no evaluated steps were given; config key 'eval.steps' and step 0 name them.")
-    problems: list[str] = []
+def load_steps(evals: dict[int, tuple[str | Path, str | Path]], problems: list[str]) -> list[StepEval]:
+    """Each evaluated step's outputs and scores, in step order."""
     steps = []
     for step in sorted(evals):
         out_path, score_path = evals[step]
@@ -115,12 +103,39 @@ def load_run(
                 scores_path=str(score_path),
             )
         )
-    label_rows = _keyed(read_jsonl_tolerant(labels, problems), labels, problems)
-    val_ids, val_text = read_val_ids(val, problems)
-    if not val_ids:
-        # Without the parquet, the validation set is what was scored, in first-seen order.
+    return steps
+
+
+def _slice_ids(parquet: str | Path | None, steps: list[StepEval], problems: list[str]) -> tuple[list[str], dict[str, str]]:
+    ids, text = read_val_ids(parquet, problems)
+    if not ids:
+        # Without the parquet, the split is what was scored, in first-seen order.
         seen: dict[str, None] = {}
         for s in steps:
             seen.update(dict.fromkeys(list(s.outputs) + list(s.scores)))
-        val_ids = list(seen)
-    return RunData(read_metrics(metrics, problems), label_rows, val_ids, steps, problems, val_text)
+        ids = list(seen)
+    return ids, text
+
+
+def load_run(
+    metrics: str | Path,
+    labels: str | Path,
+    evals: dict[int, tuple[str | Path, str | Path]],
+    val: str | Path | None = None,
+    test_evals: dict[int, tuple[str | Path, str | Path]] | None = None,
+    test: str | Path | None = None,
+) -> RunData:
+    """Read everything: ``evals`` (``test_evals``) maps each evaluated step to its (outputs, scores)
+    paths on the validation (test) slices; ``val`` and ``test`` are the split's parquet files."""
+    if not evals:
+        raise UserError("report: no evaluated steps were given; config key 'eval.steps' and step 0 name them.")
+    problems: list[str] = []
+    steps = load_steps(evals, problems)
+    label_rows = _keyed(read_jsonl_tolerant(labels, problems), labels, problems)
+    val_ids, val_text = _slice_ids(val, steps, problems)
+    run = RunData(read_metrics(metrics, problems), label_rows, val_ids, steps, problems, val_text)
+    if test_evals:
+        test_steps = load_steps(test_evals, problems)
+        test_ids, test_text = _slice_ids(test, test_steps, problems)
+        run.test = RunData(run.metrics, label_rows, test_ids, test_steps, problems, test_text)
+    return run

@@ -12,7 +12,7 @@ from pathlib import Path
 import jinja2
 
 from ..judging import DIMENSIONS
-from . import diagnosis, fonts, plots, provenance
+from . import diagnosis, fonts, judge_checks, plots, provenance
 from .checkpoints import best_row, checkpoint_rows
 from .load import RunData
 from .scripts_view import script_view
@@ -68,30 +68,43 @@ def build_report(
     repo: str | Path | None = None,
     policy_dir: str | Path | None = None,
     policy: dict | None = None,
+    judges: dict[str, dict[int, str | Path]] | None = None,
+    judge_name: str = "the configured judge",
 ) -> str:
     """The HTML text of the report.
 
     ``settings`` is the ``report`` config section; ``inputs`` maps input names (metrics, labels,
     val, outputs_N, scores_N) to the paths read, for the provenance table; ``train`` and
     ``eval_cfg`` are the config sections shown as settings; ``policy_dir`` is the base policy's model
-    directory, whose config names the policy unless the ``policy`` section names a pretrained one.
+    directory, whose config names the policy unless the ``policy`` section names a pretrained one;
+    ``judges`` are the extra judges' scores (name → step → scores.jsonl) on the headline's split,
+    compared with the configured judge, ``judge_name``.
     """
     train, eval_cfg = train or {}, eval_cfg or {}
     rows = checkpoint_rows(run, settings)
+    # The checkpoint is chosen on validation; with a test set, the headline numbers are the test set's.
+    test_rows = checkpoint_rows(run.test, settings, chosen_by={r.step: r.mean for r in rows}) if run.test else None
+    head_rows = test_rows or rows
+    head_run = run.test or run
+    hacking = judge_checks.hacking_checks(head_run, settings) if len(head_run.steps) > 1 else []
+    agreement = judge_checks.judge_agreement(head_run, judge_name, judges or {}, settings)
     curves = diagnosis.curves(run.metrics, settings["smoothing_window"])
     best = best_row(rows)
-    made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "policy": "build_policy"}
+    made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "test": "split_dataset", "policy": "build_policy"}
     files = [
-        provenance.file_record(path, made_by.get(name) or ("generate" if name.startswith("outputs") else "judge"))
+        provenance.file_record(path, made_by.get(name) or ("generate" if "outputs" in name else "judge_agreement" if name.startswith("judge ") else "judge"))
         for name, path in inputs.items()
     ]
     ref_segments = [len(l.get("script", [])) for sid, l in run.labels.items() if sid in set(run.val_ids)]
     context = {
         "title": settings["title"],
-        "headline": diagnosis.headline(rows, settings["confidence"]),
+        "headline": diagnosis.headline(head_rows, settings["confidence"], held_out=test_rows is not None),
         "rows": rows,
-        "best": best,
-        "base": rows[0],
+        "test_rows": test_rows,
+        "paired_rows": list(zip(rows, test_rows or [None] * len(rows))),
+        "head_split": "held-out test" if test_rows else "validation",
+        "best": best_row(head_rows),
+        "base": head_rows[0],
         "dims": DIMENSIONS,
         "short_dims": {"format": "format", "completeness": "complete", "speaker": "speaker", "emotion": "emotion", "segmentation": "segment."},
         "fmt": diagnosis.fmt,
@@ -102,7 +115,12 @@ def build_report(
         "checkpoints_svg": plots.checkpoints_svg(rows, settings["confidence"]),
         "overfit": diagnosis.overfitting_note(curves, rows, settings),
         "collapse": diagnosis.training_collapse_notes(run.metrics, train) + diagnosis.collapse_notes(rows),
-        "warnings": diagnosis.noise_warnings(rows, settings) + diagnosis.coverage_warnings(rows),
+        "warnings": diagnosis.noise_warnings(head_rows, settings, "test" if test_rows else "validation")
+        + diagnosis.coverage_warnings(rows)
+        + (diagnosis.coverage_warnings(test_rows, "test") if test_rows else []),
+        "hacking": hacking,
+        "hacking_warnings": [c.warning for c in hacking if c.warning],
+        "agreement": agreement,
         "problems": run.problems,
         "n_metrics": len(run.metrics),
         "last_step": run.metrics[-1]["step"] if run.metrics else None,
@@ -110,6 +128,7 @@ def build_report(
         "ref_segments": sum(ref_segments) / len(ref_segments) if ref_segments else None,
         "samples": _samples(run, rows, settings["max_samples"]),
         "n_val": len(run.val_ids),
+        "n_test": len(run.test.val_ids) if run.test else 0,
         "stages": provenance.stage_rows(run, train, policy_dir, policy),
         "train_settings": provenance.flat_settings(train),
         "key_settings": provenance.key_settings(train, policy_dir, policy),

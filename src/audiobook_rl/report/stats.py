@@ -1,12 +1,11 @@
-"""Small statistics for the report: smoothing, bootstrap intervals and paired differences.
+"""Small statistics for the report: smoothing and the bootstrap interval of one mean (paired
+comparisons are :mod:`audiobook_rl.compare.paired`).
 
 Every random draw uses a seeded generator, so the same inputs give the same numbers (and the same
 bytes of HTML) on every rerun.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -48,21 +47,6 @@ def bootstrap_ci(values: list[float], samples: int, seed: int, confidence: float
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(low), float(high)
-
-
-def paired_diff_ci(
-    a: dict[str, float], b: dict[str, float], samples: int, seed: int, confidence: float
-) -> tuple[float, tuple[float, float] | None, int]:
-    """Mean of ``a - b`` over the ids both scored, its bootstrap interval, and that count.
-
-    The checkpoints are scored on the same validation slices, so the paired difference is the
-    honest test: slice difficulty cancels out.
-    """
-    ids = sorted(set(a) & set(b))
-    diffs = [a[i] - b[i] for i in ids]
-    if not diffs:
-        return math.nan, None, 0
-    return float(np.mean(diffs)), bootstrap_ci(diffs, samples, seed, confidence), len(diffs)
 
 
 def relative_change(value: float | None, base: float | None) -> float | None:

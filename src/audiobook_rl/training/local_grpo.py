@@ -4,7 +4,8 @@ Per step (read top to bottom, as in CleanRL):
 
 1. sample ``train_batch_size`` tasks; run ``rollout.n`` create → rewrite episodes of each with the
    current policy (sampling at ``rollout.temperature``); the judge scores each final script;
-2. every call of an episode becomes a training row with the episode's reward; rows are grouped by
+2. every call of an episode becomes a training row with the episode's reward (permuted across the
+   step's episodes when ``train.reward.shuffle`` is on, :mod:`audiobook_rl.compare.control`); rows are grouped by
    task (both calls of all ``n`` episodes, as Agent Lightning's transition rows are grouped by
    ``data_id`` in verl) and get the GRPO advantage (r − mean) / (std + 1e-6);
 3. the log-probs of the rollout policy are computed once; then, per mini-batch, one optimizer step
@@ -35,6 +36,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from .. import gpus
 from ..agent.episode import AgentPrompts, run_episodes
 from ..agent.hf_chat import HFChat
+from ..compare.control import shuffle_rewards
 from ..dataset import Task
 from ..errors import UserError
 from ..files import write_json
@@ -62,19 +64,20 @@ class Row:
     advantage: float = 0.0
 
 
-def episode_rows(episodes, groups: list[str]) -> list[Row]:
-    """Both calls of every episode as rows carrying the episode reward.
+def episode_rows(episodes, groups: list[str], rewards: list[float | None]) -> list[Row]:
+    """Both calls of every episode as rows carrying ``rewards[i]``, the reward of episode ``i`` (its
+    judge's, or another episode's under the shuffled-reward control).
 
-    A group with an episode the judge could not score is left out of the update: a made-up reward
-    would move the group's advantages (a failure is counted in the metrics instead).
+    A group with an episode without a reward is left out of the update: a made-up reward would move
+    the group's advantages (a failure is counted in the metrics instead).
     """
-    failed = {group for episode, group in zip(episodes, groups) if episode.reward is None}
+    failed = {group for reward, group in zip(rewards, groups) if reward is None}
     rows = []
-    for episode, group in zip(episodes, groups):
+    for episode, group, reward in zip(episodes, groups, rewards):
         if group in failed:
             continue
         for call in episode.calls:
-            rows.append(Row(group, call.reply.prompt_ids, call.reply.response_ids, episode.reward))
+            rows.append(Row(group, call.reply.prompt_ids, call.reply.response_ids, reward))
     advantages = group_advantages([r.reward for r in rows], [r.group for r in rows])
     for row, a in zip(rows, advantages):
         row.advantage = a
@@ -194,6 +197,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
     val_tasks = [Task.from_row(r) for r in val_rows]
     rollout = settings["rollout"]
     batch = min(settings["train_batch_size"], len(train_tasks))
+    shuffled = settings["reward"]["shuffle"]
 
     if start == 0:  # the baseline: validation before any update
         t0 = time.monotonic()
@@ -217,18 +221,25 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
                                 max_tokens=rollout["max_tokens"], top_p=rollout["top_p"], top_k=rollout["top_k"])
         rollout_seconds = time.monotonic() - t0
 
-        # 2. both calls of each episode, with the episode reward, grouped by task → advantages
-        rows = episode_rows(episodes, [t.id for t in group])
+        # 2. both calls of each episode, with the episode reward, grouped by task → advantages.
+        # The shuffled-reward control permutes the step's rewards across its episodes first (from a
+        # generator of its own: the rollouts above are the same with it on or off).
+        rewards = [e.reward for e in episodes]
+        if shuffled:
+            rewards = shuffle_rewards(rewards, seed=settings["seed"], step=step)
+        rows = episode_rows(episodes, [t.id for t in group], rewards)
 
         # 3. PPO-clip update
         t1 = time.monotonic()
         stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id)
         update_seconds = time.monotonic() - t1
 
+        # The metrics are the judge's rewards (a permutation moves neither their mean nor their spread).
         rewards = [e.reward for e in episodes if e.reward is not None]
         generated = client.generated_tokens - tokens_before
         record = {
             "step": step,
+            **({"reward_shuffled": True} if shuffled else {}),
             "train_reward": statistics.fmean(rewards) if rewards else 0.0,
             "train_reward_std": statistics.pstdev(rewards) if rewards else 0.0,
             "train_reward_group_std": group_spread(episodes, [t.id for t in group]),
@@ -283,7 +294,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
                 f"{record['collapse']}, so GRPO had nothing to learn from; {ADVICE} (checkpoints and metrics so far "
                 f"are kept in {root})."
             )
-    return summarize(root, total)
+    return summarize(root, total, shuffled)
 
 
 def group_spread(episodes, groups: list[str]) -> float:
@@ -301,8 +312,9 @@ def val_rewards(metrics: list[dict]) -> dict[int, float]:
     return {m["step"]: m["val_reward"] for m in metrics if "val_reward" in m}
 
 
-def summarize(root: str, total: int) -> dict:
-    """What results/train/summary.json records: saved steps, the best validation step, rewards."""
+def summarize(root: str, total: int, shuffled: bool) -> dict:
+    """What results/train/summary.json records: saved steps, the best validation step, rewards, and
+    whether the rewards were shuffled (the arm of a sweep)."""
     metrics = ckpt.read_metrics(root)
     train = [m["train_reward"] for m in metrics if "train_reward" in m]
     val = val_rewards(metrics)
@@ -311,6 +323,7 @@ def summarize(root: str, total: int) -> dict:
     return {
         "backend": "local",
         "total_steps": total,
+        "reward_shuffled": shuffled,
         "saved_steps": ckpt.saved_steps(root),
         "best_step": best,
         "best_val_reward": val.get(best),

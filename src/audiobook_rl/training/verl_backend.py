@@ -36,9 +36,17 @@ from .verl_metrics import convert_logs
 log = logging.getLogger(__name__)
 
 
-def training_env(metrics_log: str | Path) -> dict[str, str]:
-    """Environment variables of the training process (Ray actors and runners inherit them)."""
+# The environment variable holding train.seed when the rewards are shuffled (unset: real rewards),
+# read by the daemon (.verl_daemon) in verl's trainer actor.
+SHUFFLE_SEED = "AUDIOBOOK_RL_REWARD_SHUFFLE_SEED"
+
+
+def training_env(metrics_log: str | Path, shuffle_seed: int | None = None) -> dict[str, str]:
+    """Environment variables of the training process (Ray actors and runners inherit them);
+    ``shuffle_seed`` (train.seed, when train.reward.shuffle is on) switches the daemon's control on."""
+    shuffle = {} if shuffle_seed is None else {SHUFFLE_SEED: str(shuffle_seed)}
     return {
+        **shuffle,
         # litellm (Agent Lightning's LLM proxy) otherwise downloads a price list at import time.
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         # verl's file logger: one JSON line per step, read back by convert_logs.
@@ -180,7 +188,7 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
                  checkpoints, resume_from)
     else:
         attempt = attempt_log(log_dir)
-        env = training_env(attempt)
+        env = training_env(attempt, train["seed"] if train["reward"]["shuffle"] else None)
         os.environ.update(env)  # before anything imports litellm
         hand_env_to_ray(env)
         if uses_local_ray(train):
@@ -201,7 +209,7 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
         trainer.fit(agent, train_rows, val_dataset=val_rows)
 
     rows = convert_logs(sorted(log_dir.glob("attempt_*.jsonl")))
-    return rows, summarize(rows, checkpoints, train["total_steps"])
+    return rows, {**summarize(rows, checkpoints, train["total_steps"]), "reward_shuffled": train["reward"]["shuffle"]}
 
 
 def _agentlightning():

@@ -11,14 +11,26 @@ means over the rollouts that have one. Counted per step:
   as ``rollouts_without_reward`` and ``groups_dropped``);
 - ``val/n_rollouts_without_reward``.
 
+The shuffled-reward control (``train.reward.shuffle``, :mod:`audiobook_rl.compare.control`): when
+:data:`SHUFFLE_SEED` is set in the environment (the training process hands it to Ray, so verl's
+trainer actor sees it), each training step's rewards are permuted across that step's rollouts
+before the batch is built, with ``shuffle_rewards(..., seed=<train.seed>, step=<verl's global step>)``
+over the rollouts sorted by (task, rollout id). Rollout ids are random, so the permutation repeats
+only given the same rollouts (the local backend's is exact); validation is never shuffled.
+
 Handed to ``agl.VERL(config, daemon_cls=RewardedGroupsDaemon)``; it runs in verl's trainer actor.
 """
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 from agentlightning.verl.daemon import AgentModeDaemon
+
+from ..compare.control import shuffle_rewards
+from .verl_backend import SHUFFLE_SEED
 
 
 class RewardedGroupsDaemon(AgentModeDaemon):
@@ -29,7 +41,23 @@ class RewardedGroupsDaemon(AgentModeDaemon):
         rewards = [r.final_reward for r in self._completed_rollouts_v0.values() if r.final_reward is not None]
         return float(np.mean(rewards)) if rewards else float("nan")
 
+    def _shuffle_rewards(self, step: int) -> bool:
+        """Permute this step's rewards across its rollouts when the control is on; True if it is."""
+        seed = os.environ.get(SHUFFLE_SEED)
+        if not seed:
+            return False
+        rollouts = sorted(
+            self._completed_rollouts_v0.values(),
+            key=lambda r: (str(self._task_id_to_original_sample[r.rollout_id]["data_id"]), r.rollout_id),
+        )
+        # The parent builds the batch's rewards from final_reward; None stays in place, so the
+        # group drop below is the same as without the control.
+        for rollout, reward in zip(rollouts, shuffle_rewards([r.final_reward for r in rollouts], seed=int(seed), step=step)):
+            rollout.final_reward = reward
+        return True
+
     def get_train_data_batch(self, max_prompt_length, max_response_length, device, global_steps):
+        shuffled = self._shuffle_rewards(global_steps)
         missing = self._without_reward()
         dropped = {self._task_id_to_original_sample[rid]["data_id"] for rid in missing}
         batch, metrics = super().get_train_data_batch(max_prompt_length, max_response_length, device, global_steps)
@@ -47,6 +75,7 @@ class RewardedGroupsDaemon(AgentModeDaemon):
         metrics["training/reward"] = self._mean_reward()
         metrics["training/n_rollouts_without_reward"] = len(missing)
         metrics["training/n_groups_dropped"] = len(dropped)
+        metrics["training/reward_shuffled"] = int(shuffled)
         return batch, metrics
 
     def get_test_metrics(self):

@@ -37,6 +37,8 @@ _EXTRA = {
     "rollouts_without_reward": "training/n_rollouts_without_reward",
     "groups_dropped": "training/n_groups_dropped",
     "val_rollouts_without_reward": "val/n_rollouts_without_reward",
+    # 1 when the step's rewards were permuted across its rollouts (train.reward.shuffle)
+    "reward_shuffled": "training/reward_shuffled",
     "epoch": "training/epoch",
 }
 

@@ -1,0 +1,61 @@
+"""A sweep over seeds with the shuffled-reward control as a second arm, on the embedded backends end
+to end (tiny settings): one overlay per run, as the README's loop writes them, then the index with
+both arms, their intervals and the gain the reward explains."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from helpers.workflow import snakemake
+
+pytestmark = pytest.mark.slow
+
+TINY = {
+    "slice": {"n_slices": 8},
+    "split": {"n_train": 2, "n_val": 2, "n_test": 4},
+    "policy": {
+        "vocab_size": 300,
+        "prompt_repeats": 1,
+        "model": {"hidden_size": 16, "layers": 1, "heads": 2, "kv_heads": 1, "max_positions": 4096},
+        "warm_start": {"steps": 0, "window_draws": 1, "windows_per_draw": 1},
+    },
+    "train": {"total_steps": 1, "train_batch_size": 1, "rollout": {"n": 2, "max_tokens": 4},
+              "test_freq": 1, "save_freq": 1, "micro_batch_size": 4},
+    "eval": {"steps": [1]},
+    "generate": {"max_tokens": 4},
+    "report": {"bootstrap_samples": 100},
+}
+SEEDS = (1, 2, 3, 4)  # compare.seeds.MIN_SEEDS: the fewest seeds an arm's interval is given for
+
+
+def test_a_sweep_of_seeds_and_the_shuffled_arm_gives_an_index_with_both_arms(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    for arm in ("real", "shuffled"):
+        for seed in SEEDS:
+            overlay = tmp_path / f"{arm}-seed{seed}.yaml"
+            overlay.write_text(yaml.safe_dump({"run_name": f"{arm}-seed{seed}",
+                                               "train": {"seed": seed, "reward": {"shuffle": arm == "shuffled"}}}))
+            snakemake(tmp_path, "--cores", "2", "--configfile", str(tmp_path / "tiny.yaml"), str(overlay))
+    for seed in SEEDS:
+        summary = json.loads((tmp_path / f"results/runs/shuffled-seed{seed}/train/summary.json").read_text())
+        assert summary["reward_shuffled"] is True
+        metrics = (tmp_path / f"results/runs/shuffled-seed{seed}/train/metrics.jsonl").read_text()
+        assert '"reward_shuffled": true' in metrics
+        assert (tmp_path / f"results/runs/real-seed{seed}/eval/test/step_1/scores.jsonl").is_file()
+
+    snakemake(tmp_path, "results/runs/index.html", "--cores", "1")
+    page = (tmp_path / "results/runs/index.html").read_text()
+    assert len(re.findall(r'<a href="([^"]+)/report.html">', page)) == 8
+    for arm in ("real", "shuffled"):
+        row = re.search(rf"<tr><td>{arm}</td>(.*?)</tr>", page, re.S).group(1)
+        cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+        assert cells[0] == "4"
+        # mean and IQM with their intervals: four seeds are enough
+        assert re.fullmatch(r"[-+]\d\.\d{3} \[[-+]\d\.\d{3}, [-+]\d\.\d{3}\]", cells[2]), cells
+        assert re.fullmatch(r"[-+]\d\.\d{3} \[[-+]\d\.\d{3}, [-+]\d\.\d{3}\]", cells[3]), cells
+    assert "<p class=control><b>Gain the reward explains</b>" in page
+    assert "(test)" in page and "too few seeds" not in page
