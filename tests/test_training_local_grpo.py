@@ -1,5 +1,6 @@
 """The local GRPO loop: metrics and checkpoint layout, resume after a kill, export of a step."""
 
+import contextlib
 import copy
 import json
 import os
@@ -177,3 +178,19 @@ def test_the_guard_lets_a_run_end_that_reaches_its_last_step_or_is_switched_off(
     assert summary["total_steps"] == 2 and "collapse" not in _metrics(tmp_path / "a")[-1]
     _train(base, rows, tmp_path / "b", dict(TINY_TRAIN, total_steps=3, collapse_patience=0, rollout=hot))
     assert [m["step"] for m in _metrics(tmp_path / "b")] == [0, 1, 2, 3]
+
+
+def test_the_gpu_update_keeps_cudnn_attention_out_and_restores_the_choice_after():
+    # cuDNN's SDPA backward in bf16 with a padding mask gave NaN gradients at some widths on an H200;
+    # the update's precision context must rule it out (the decision is testable without a GPU).
+    from audiobook_rl.training.local_grpo import precision
+
+    before = [torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.mem_efficient_sdp_enabled()]
+    with pytest.warns(UserWarning) if not torch.cuda.is_available() else contextlib.nullcontext():
+        with precision(torch.device("cuda")):
+            assert not torch.backends.cuda.cudnn_sdp_enabled()
+            assert torch.backends.cuda.mem_efficient_sdp_enabled()
+            assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.math_sdp_enabled()
+    assert [torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.mem_efficient_sdp_enabled()] == before
+    with precision(torch.device("cpu")):  # CPU: full fp32, no backend choice made
+        assert not torch.is_autocast_enabled("cpu")
