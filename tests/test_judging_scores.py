@@ -41,6 +41,6 @@ def test_outputs_of_another_split_are_one_sentence():
     with pytest.raises(UserError) as err:
         score_outputs([{"id": "elsewhere-1", "final": ""}], tasks(), make_judge(), 20)
     assert str(err.value) == (
-        "outputs of step 20 name slices ['elsewhere-1'] that the validation set lacks; "
+        "outputs of step 20 name slices ['elsewhere-1'] that their split's tasks lack; "
         "regenerate the outputs from the current split."
     )

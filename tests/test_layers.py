@@ -16,9 +16,9 @@ from audiobook_rl.deps import PACKAGE, PACKAGE_DIR, imported_names
 from helpers import REPO
 
 # Bottom first. Files, errors and the script schema; then what a stage is made of (config, backend
-# registry, corpus, dataset); the LLM client layer; labelers and judges; the policy; the agent and
-# its chat clients; generation and training; what reads results (report, run index); the start-up
-# checks and the command line.
+# registry, corpus, dataset); the LLM client layer; labelers and judges; the statistics that compare
+# judged scores; the policy; the agent and its chat clients; generation and training; what reads
+# results (report, run index); the start-up checks and the command line.
 LAYERS = [
     "",  # the package's own __init__
     "errors",
@@ -39,6 +39,7 @@ LAYERS = [
     "llm",
     "labeling",
     "judging",
+    "compare",
     "policy",
     "agent",
     "generation",

@@ -54,5 +54,5 @@ def test_the_report_and_the_run_index_name_the_same_best_step(tmp_path):
     means = {0: 0.9, 10: 0.3, 20: 0.1}
     for step, mean in means.items():
         write_jsonl(tmp_path / "eval" / f"step_{step}" / "scores.jsonl", [{"id": "s0", "step": step, "overall": mean}])
-    rows = [SimpleNamespace(step=step, mean=mean) for step, mean in means.items()]
+    rows = [SimpleNamespace(step=step, mean=mean, chosen_by=mean) for step, mean in means.items()]
     assert best_row(rows).step == read_run(tmp_path).best_step == 10
