@@ -74,6 +74,15 @@ class LoopTrainer(AgentLightningTrainer):
     def _validate(self) -> dict:
         return {"val/reward": 0.5 + 0.001 * self.global_steps}
 
+    def stop_workers(self) -> None:
+        """End the dataloaders' worker processes, as the end of a training job would. Left to the
+        garbage collector, a loader abandoned mid-epoch (a "kill") joins each of its workers for up to
+        5 s, at whatever later test happens to trigger a collection."""
+        for loader in (getattr(self, "train_dataloader", None), getattr(self, "val_dataloader", None)):
+            iterator = getattr(loader, "_iterator", None)
+            if getattr(iterator, "_workers", None):
+                iterator._shutdown_workers()
+
 
 def rows(n: int, prefix: str = "r") -> list[dict]:
     return [{"row_id": f"{prefix}{i:02d}", "data_source": "audiobook"} for i in range(n)]
@@ -104,7 +113,10 @@ class FakeAgentLightning:
             def fit(self, agent, train_rows, val_dataset=None):
                 loop = LoopTrainer(algorithm.config, train_rows, val_dataset, kill_at=fake.kill_at)
                 fake.fits.append(loop)
-                loop.fit()
+                try:
+                    loop.fit()
+                finally:
+                    loop.stop_workers()
 
         return _Trainer()
 
