@@ -28,7 +28,7 @@ def fixtures(workdir: Path) -> None:
     hand-made outputs of step 0: a copy, a merge, garbage."""
     cases = story_cases(3)
     labels = [{**c, "script": [s.to_dict() for s in c["script"]]} for c in cases]
-    split = {"n_train": 0, "n_val": 3, "seed": 0, "data_source": "audiobook"}
+    split = {"n_train": 0, "n_val": 3, "n_test": 0, "seed": 0, "data_source": "audiobook"}
     write_parquet_rows(workdir / "results/data/val.parquet", split_rows(labels, split, prompts().create)["val"])
     finals = [dumps(cases[0]["script"]), dumps(merge_all(cases[1]["script"])), "I cannot do that."]
     outputs = [
