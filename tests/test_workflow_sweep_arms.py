@@ -1,6 +1,7 @@
 """A sweep over seeds with the shuffled-reward control as a second arm, on the embedded backends end
-to end (tiny settings): one overlay per run, as the README's loop writes them, then the index with
-both arms, their intervals and the gain the reward explains."""
+to end (tiny settings): one overlay per run, as the README's loop writes them, each run in its own
+results/runs/<name>/ tree with its own report, then the index with one row per run, both arms, their
+intervals and the gain the reward explains."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def test_a_sweep_of_seeds_and_the_shuffled_arm_gives_an_index_with_both_arms(tmp
             overlay.write_text(yaml.safe_dump({"run_name": f"{arm}-seed{seed}",
                                                "train": {"seed": seed, "reward": {"shuffle": arm == "shuffled"}}}))
             snakemake(tmp_path, "--cores", "2", "--configfile", str(tmp_path / "tiny.yaml"), str(overlay))
+    names = [f"{arm}-seed{seed}" for arm in ("real", "shuffled") for seed in SEEDS]
+    for name in names:  # each run in its own tree, with its own report and logs
+        run = tmp_path / "results" / "runs" / name
+        assert (run / "report.html").is_file()
+        assert {p.parent.name for p in run.glob("eval/step_*/scores.jsonl")} == {"step_0", "step_1"}
+        assert (tmp_path / "logs" / "runs" / name / "train_grpo.log").is_file()
+    assert not (tmp_path / "results" / "report.html").exists()  # nothing written outside the run trees
     for seed in SEEDS:
         summary = json.loads((tmp_path / f"results/runs/shuffled-seed{seed}/train/summary.json").read_text())
         assert summary["reward_shuffled"] is True
@@ -49,7 +57,14 @@ def test_a_sweep_of_seeds_and_the_shuffled_arm_gives_an_index_with_both_arms(tmp
 
     snakemake(tmp_path, "results/runs/index.html", "--cores", "1")
     page = (tmp_path / "results/runs/index.html").read_text()
-    assert len(re.findall(r'<a href="([^"]+)/report.html">', page)) == 8
+    assert sorted(re.findall(r'<a href="([^"]+)/report.html">', page)) == sorted(names)
+    assert "mean ± sd over 8 runs" in page
+    # The runs' numbers are each run's own: step 0 of each run as judged there.
+    for name in names:
+        scores = [json.loads(line) for line in
+                  (tmp_path / f"results/runs/{name}/eval/step_0/scores.jsonl").read_text().splitlines()]
+        mean = sum(s["overall"] for s in scores if s["overall"] is not None) / len(scores)
+        assert f"{mean:.3f}" in page
     for arm in ("real", "shuffled"):
         row = re.search(rf"<tr><td>{arm}</td>(.*?)</tr>", page, re.S).group(1)
         cells = re.findall(r"<td>(.*?)</td>", row, re.S)
