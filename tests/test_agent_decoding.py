@@ -128,11 +128,13 @@ def test_filters_keep_the_tokens_transformers_keeps(sampling):
     for logits in (peaked, flat, torch.cat([peaked, flat])):
         ours, theirs = _kept_by_us(logits, sampling), _kept_by_transformers(logits, sampling)
         for row, (a, b) in enumerate(zip(ours, theirs)):
-            # The sets agree but for a token whose cumulative mass equals top_p to float precision
-            # (transformers sums the sorted probabilities from the other end).
+            # The sets agree but for tokens whose cumulative mass equals top_p to float precision
+            # (transformers sums the sorted probabilities from the other end). A float32 cumulative
+            # sum over 151,936 probabilities rounds differently from one CPU's vector width to
+            # another's (2.6e-5 off, and two such tokens in a flat row, on one machine): 1e-4.
             for token in a ^ b:
-                assert abs(_mass_above(logits[row], token, sampling) - sampling.top_p) < 1e-5
-            assert len(a ^ b) <= 1
+                assert abs(_mass_above(logits[row], token, sampling) - sampling.top_p) < 1e-4
+            assert len(a ^ b) <= 2
     if sampling.top_p < 1 and not sampling.top_k:
         assert max(len(k) for k in _kept_by_us(flat, sampling)) > CANDIDATES
 

@@ -77,6 +77,17 @@ def task_row(tmp_path) -> dict:
     return _to_native({**row, "data_id": "d-1", "index": 0})
 
 
+async def spans_of_both_calls(store, rollout_id, timeout: float = 30.0) -> list:
+    """The rollout's spans once the proxy's spans of both policy calls have reached the store: the
+    proxy exports them in batches, later on a busy machine (or those there after ``timeout``)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        spans = await store.query_spans(rollout_id)
+        if len(agl.LlmProxyTraceToTriplet().adapt(spans)) >= 2 or asyncio.get_running_loop().time() > deadline:
+            return spans
+        await asyncio.sleep(0.2)
+
+
 def test_create_and_rewrite_become_two_triplets_with_the_reward_and_the_judge_none(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # LiteLLM / AgentOps write logs into the working directory
     config = seed_config()
@@ -108,8 +119,7 @@ def test_create_and_rewrite_become_two_triplets_with_the_reward_and_the_judge_no
                 runner.start()
                 await asyncio.to_thread(runner.join, 120)
                 rollout_id, status = results.get(timeout=5)
-                await asyncio.sleep(0.5)  # the proxy exports its spans in batches
-                return status, await store.query_spans(rollout_id)
+                return status, await spans_of_both_calls(store, rollout_id)
             finally:
                 await proxy.stop()
                 await server.stop()
