@@ -1,11 +1,15 @@
-"""After a finished run, an edit reruns exactly the stages it invalidates (the README's table).
+"""One tiny run of the whole DAG (story -> slices -> labels -> split -> policy -> GRPO -> export ->
+generate -> judge -> report): what it makes, the held-out test set among it, and, after it, an edit
+reruns exactly the stages it invalidates (the README's table).
 
-One tiny run of the whole DAG (story -> report), then one dry run per row of the table. Rows that
-edit a file restore it afterwards; contents are compared by checksum, so a restored file is unchanged.
+The rows of the table are dry runs on the finished run. Rows that edit a file restore it afterwards;
+contents are compared by checksum, so a restored file is unchanged.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from audiobook_rl.files import read_jsonl, read_parquet_rows
 from helpers import REPO, STORY
 from helpers.workflow import planned_rules, ran_rules, snakemake
 from helpers.policy import TINY_POLICY, TINY_TRAIN
@@ -85,6 +90,47 @@ def edited(path: Path, append: str):
         path.write_bytes(original)
 
 
+# What the finished run made.
+
+
+def test_training_saves_and_every_evaluated_step_is_exported_generated_and_judged(run):
+    results = run / "results"
+    assert [m["step"] for m in read_jsonl(results / "train/metrics.jsonl")] == [0, 1, 2]
+    assert json.loads((results / "train/summary.json").read_text())["saved_steps"] == [1, 2]
+    assert (results / "train/checkpoints/step_2/trainer_state.pt").is_file()
+    for step in (0, 2):
+        assert (results / f"models/step_{step}/config.json").is_file()
+        outputs = read_jsonl(results / f"eval/step_{step}/outputs.jsonl")
+        scores = read_jsonl(results / f"eval/step_{step}/scores.jsonl")
+        assert len(outputs) == len(scores) == 4  # the validation slices
+        assert all(o["step"] == step for o in outputs)
+
+
+def test_the_test_set_is_disjoint_from_train_and_val_by_offsets(run):
+    parts = {
+        name: [row["extra_info"] for row in read_parquet_rows(run / f"results/data/{name}.parquet")]
+        for name in ("train", "val", "test")
+    }
+    assert [len(parts[n]) for n in ("train", "val", "test")] == [16, 4, 16]  # the default split
+    spans = {name: [set(range(i["start"], i["end"])) for i in infos] for name, infos in parts.items()}
+    for a, b in (("train", "val"), ("train", "test"), ("val", "test")):
+        assert not any(x & y for x in spans[a] for y in spans[b]), (a, b)
+
+
+def test_every_evaluated_checkpoint_is_judged_on_test_and_the_headline_is_measured_there(run):
+    test_ids = {row["extra_info"]["slice_id"] for row in read_parquet_rows(run / "results/data/test.parquet")}
+    for step in (0, 2):
+        assert {s["id"] for s in read_jsonl(run / f"results/eval/test/step_{step}/scores.jsonl")} == test_ids
+    html = (run / "results/report.html").read_text(encoding="utf-8")
+    headline = re.search(r'<p class="headline \w+">(.*?)</p>', html).group(1)
+    # the tiny policy scores alike everywhere, so the headline is "no checkpoint beat ...", on test
+    assert re.search(r"(test score [\d.]+|on the test set) \(n = 16\)", headline), headline
+    assert "measured on the 16 held-out test slices" in headline and "optimistic" not in headline
+
+
+# What an edit reruns.
+
+
 def test_a_finished_run_has_nothing_left_to_do(run):
     assert plan(run) == set()
 
@@ -131,6 +177,12 @@ def test_a_real_rerun_runs_only_those_stages(run, tmp_path, changes, expected, u
 def test_a_new_evaluated_step_adds_only_its_own_jobs(run):
     proc = snakemake(run, "-n", "--cores", "1", "--configfile", str(write(run, merged(eval={"steps": [1, 2]}))))
     assert "step=1" in proc.stdout and "step=2" not in proc.stdout.replace("steps", "")
+
+
+def test_without_a_test_set_nothing_is_planned_under_eval_test(run):
+    proc = snakemake(run, "-n", "--cores", "1", "--configfile", str(write(run, merged(split={"n_test": 0}))))
+    assert "rule split_dataset:" in proc.stdout  # the split changed: everything downstream is planned again
+    assert "rule generate:" in proc.stdout and "eval/test/" not in proc.stdout
 
 
 def test_the_best_step_is_a_target_like_any_step(run):
