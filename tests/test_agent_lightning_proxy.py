@@ -13,6 +13,7 @@ import multiprocessing
 import socket
 
 import agentlightning as agl
+import pytest
 from agentlightning.store.client_server import LightningStoreClient, LightningStoreServer
 from loopback import Loopback, Reply, chat_completion
 from loopback.scripts import REFERENCE, REFERENCE_JSON, SOURCE, judge_reply
@@ -88,7 +89,20 @@ async def spans_of_both_calls(store, rollout_id, timeout: float = 30.0) -> list:
         await asyncio.sleep(0.2)
 
 
-def test_create_and_rewrite_become_two_triplets_with_the_reward_and_the_judge_none(tmp_path, monkeypatch):
+@pytest.fixture
+def no_tracer_provider(monkeypatch):
+    """No global OpenTelemetry tracer provider, as in a fresh process: Agent Lightning's proxy adds its
+    span exporter only while none is set (``llm_proxy.LightningOpenTelemetry``), and an earlier test
+    in this process may have set one (Agent Lightning's tracers do). Restored afterwards."""
+    from opentelemetry import trace
+    from opentelemetry.util._once import Once
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    monkeypatch.setattr(trace, "_PROXY_TRACER_PROVIDER", trace.ProxyTracerProvider())
+
+
+def test_create_and_rewrite_become_two_triplets_with_the_reward_and_the_judge_none(tmp_path, monkeypatch, no_tracer_provider):
     monkeypatch.chdir(tmp_path)  # LiteLLM / AgentOps write logs into the working directory
     config = seed_config()
     row = task_row(tmp_path)
