@@ -62,8 +62,10 @@ def _repo_outputs_untouched():
 # AgentOps' tracer patches the openai client for the rest of the process, which hides the spans
 # of later Agent Lightning tests that use the OpenTelemetry tracer: run its tests last.
 PROCESS_WIDE_INSTRUMENTATION = ("test_agent_lightning.py",)
-# (With two test processes, `-n 2`, pyproject.toml keeps this order: `--no-loadscope-reorder`.)
+# The longest file of the workflow tier starts first: with two test processes (`-n 2`, one file each
+# at a time, in this order: pyproject.toml) the other process runs the rest meanwhile.
+LONGEST = ("test_workflow_sweep_arms.py",)
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.path.name in PROCESS_WIDE_INSTRUMENTATION)
+    items.sort(key=lambda item: (item.path.name in PROCESS_WIDE_INSTRUMENTATION, item.path.name not in LONGEST))

@@ -3,7 +3,9 @@ generate -> judge -> report): what it makes, the held-out test set among it, and
 reruns exactly the stages it invalidates (the README's table).
 
 The rows of the table are dry runs on the finished run. Rows that edit a file restore it afterwards;
-contents are compared by checksum, so a restored file is unchanged.
+contents are compared by checksum, so a restored file is unchanged. The run uses a copy of the workflow
+and package, so that the package files these tests edit and touch are the copy's, never those that
+other tests' runs read meanwhile.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import yaml
 
 from audiobook_rl.files import read_jsonl, read_parquet_rows
 from helpers import REPO, STORY
-from helpers.workflow import planned_rules, ran_rules, snakemake
+from helpers.workflow import planned_rules, ran_rules, workflow_copy
+from helpers.workflow import snakemake as run_workflow
 from helpers.policy import TINY_POLICY, TINY_TRAIN
 from helpers.workflow import BAD_CORPORA
 
@@ -48,8 +51,17 @@ DUMMY_KEYS = {
 }
 
 
+WORKFLOW: list[Path] = []  # the module's copy of the workflow and package (fixture `run`)
+
+
+def snakemake(workdir: Path, *args: str, **options):
+    """A run of the module's copy of the workflow."""
+    return run_workflow(workdir, *args, repo=WORKFLOW[0], **options)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
+    WORKFLOW[:] = [workflow_copy(tmp_path_factory.mktemp("workflow"))]
     workdir = tmp_path_factory.mktemp("trust")
     shutil.copy(STORY, workdir / "novel.txt")
     for name in ("create.md", "rewrite.md"):
@@ -77,7 +89,7 @@ def merged(**changes) -> dict:
 
 
 def plan(workdir: Path, **changes) -> set[str]:
-    return planned_rules(workdir, configfile=write(workdir, merged(**changes)))
+    return planned_rules(workdir, configfile=write(workdir, merged(**changes)), repo=WORKFLOW[0])
 
 
 @contextmanager
@@ -186,7 +198,7 @@ def test_without_a_test_set_nothing_is_planned_under_eval_test(run):
 
 
 def test_the_best_step_is_a_target_like_any_step(run):
-    assert planned_rules(run, "results/eval/step_best/scores.jsonl", configfile=write(run, merged())) == {
+    assert planned_rules(run, "results/eval/step_best/scores.jsonl", configfile=write(run, merged()), repo=WORKFLOW[0]) == {
         "export_checkpoint", "generate", "judge",
     }  # fmt: skip
 
@@ -215,7 +227,7 @@ def test_editing_a_prompt_reruns_from_the_stage_that_reads_it(run):
 
 
 def test_touching_every_input_reruns_nothing(run):
-    for path in [run / "novel.txt", run / "create.md", run / "rewrite.md", *sorted((REPO / "src").rglob("*.py"))]:
+    for path in [run / "novel.txt", run / "create.md", run / "rewrite.md", *sorted((WORKFLOW[0] / "src").rglob("*.py"))]:
         path.touch()
     assert plan(run) == set()
 
@@ -236,7 +248,7 @@ def test_touching_every_input_reruns_nothing(run):
     ids=["report-module", "rubric-judge", "rule-labeler", "schema-module", "vllm-chat", "agent-lightning", "verl-config"],
 )
 def test_editing_a_package_module_reruns_its_stage_and_what_follows(run, module, expected):
-    with edited(REPO / module, "\n# an edit\n"):
+    with edited(WORKFLOW[0] / module, "\n# an edit\n"):
         planned = plan(run)
     assert planned == expected
 
@@ -326,6 +338,6 @@ def test_editing_a_paid_backends_prompt_reruns_from_its_stage(run, tmp_path, mon
     shutil.copy(REPO / "config" / "prompts" / prompt, copy / prompt)
     paid = write(copy, merged(**{section: {"backend": backend, "prompt": prompt}}))
     snakemake(copy, "--touch", "--cores", "1", "--configfile", str(paid))
-    assert planned_rules(copy, configfile=paid) == set()
+    assert planned_rules(copy, configfile=paid, repo=WORKFLOW[0]) == set()
     with edited(copy / prompt, "\n每段不超过五十字。\n"):
-        assert planned_rules(copy, configfile=paid) == expected
+        assert planned_rules(copy, configfile=paid, repo=WORKFLOW[0]) == expected

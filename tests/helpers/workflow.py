@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,16 +35,42 @@ BAD_CORPORA = {
 IN_SLOW_TEST = True
 
 
-def command(workdir: Path, *args: str) -> list[str]:
-    """The command line of a Snakemake run of this repository's workflow in ``workdir``."""
+# What a copy of the workflow needs (workflow_copy): the Snakefile finds its rules, scripts, config and
+# default profile beside it, and the package's paths (audiobook_rl.paths) point there too.
+WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "src", "config", "corpus", "profiles", "envs", "requirements")
+
+
+def workflow_copy(dest: Path) -> Path:
+    """A copy of this repository's workflow and package in ``dest``, for tests that edit or touch their
+    files: runs of the copy (``repo=dest``) import the package from it, so those edits reach no other
+    test's run going on at the same time."""
+    for name in WORKFLOW_FILES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(REPO / name, dest / name)
+    return dest
+
+
+def command(workdir: Path, *args: str, repo: Path = REPO) -> list[str]:
+    """The command line of a Snakemake run of the workflow of ``repo`` (this repository) in ``workdir``."""
     if not IN_SLOW_TEST:
         raise AssertionError("this test runs Snakemake: mark it `@pytest.mark.slow`")
-    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+    return [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(workdir), *args]
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the workflow of this repository with ``workdir`` as its working directory."""
-    proc = subprocess.run(command(workdir, *args), capture_output=True, text=True, env={**os.environ, **(env or {})})
+def environment(env: dict | None, repo: Path = REPO) -> dict:
+    """The run's environment: ours plus ``env``; a copy's package first on the import path."""
+    merged = {**os.environ, **(env or {})}
+    if repo != REPO:
+        merged["PYTHONPATH"] = os.pathsep.join(p for p in (str(repo / "src"), merged.get("PYTHONPATH")) if p)
+    return merged
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None,
+              repo: Path = REPO) -> subprocess.CompletedProcess:
+    """Run the workflow of ``repo`` (this repository) with ``workdir`` as its working directory."""
+    proc = subprocess.run(command(workdir, *args, repo=repo), capture_output=True, text=True, env=environment(env, repo))
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
@@ -54,19 +81,19 @@ def start(workdir: Path, *args: str, env: dict | None = None, capture: bool = Fa
     with ``capture`` its output is readable from ``stdout``."""
     out = subprocess.PIPE if capture else subprocess.DEVNULL
     return subprocess.Popen(command(workdir, *args), stdout=out, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env={**os.environ, **(env or {})})
+                            start_new_session=True, env=environment(env))
 
 
 _JOB = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
 
 
-def planned_rules(workdir: Path, *targets: str, configfile: Path | None = None) -> set[str]:
+def planned_rules(workdir: Path, *targets: str, configfile: Path | None = None, repo: Path = REPO) -> set[str]:
     """The rules a dry run would execute (``all`` excluded)."""
     # Targets first: --configfile takes several values and would swallow them.
     args = [*targets, "-n", "--cores", "1"]
     if configfile:
         args += ["--configfile", str(configfile)]
-    proc = snakemake(workdir, *args)
+    proc = snakemake(workdir, *args, repo=repo)
     return set(_JOB.findall(proc.stdout)) - {"all"}
 
 
