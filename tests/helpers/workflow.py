@@ -1,6 +1,6 @@
-"""Running the workflow of this repository in a scratch directory: a run, a dry run's plan, a run in
-the background (for a test that kills it), config overlays, and the bad corpora of the README's
-bad-input table."""
+"""Running the workflow of this repository (or of a copy, for tests that edit its files) in a scratch
+directory: a run, a dry run's plan, a run in the background (for a test that kills it), config overlays,
+and the bad corpora of the README's bad-input table."""
 
 from __future__ import annotations
 
