@@ -21,8 +21,8 @@ import yaml
 
 from audiobook_rl.files import read_jsonl, read_parquet_rows
 from helpers import REPO, STORY
-from helpers.workflow import planned_rules, ran_rules, workflow_copy
-from helpers.workflow import snakemake as run_workflow
+from helpers import workflow
+from helpers.workflow import ran_rules, workflow_copy
 from helpers.policy import TINY_POLICY, TINY_TRAIN
 from helpers.workflow import BAD_CORPORA
 
@@ -56,7 +56,12 @@ WORKFLOW: list[Path] = []  # the module's copy of the workflow and package (fixt
 
 def snakemake(workdir: Path, *args: str, **options):
     """A run of the module's copy of the workflow."""
-    return run_workflow(workdir, *args, repo=WORKFLOW[0], **options)
+    return workflow.snakemake(workdir, *args, repo=WORKFLOW[0], **options)
+
+
+def planned_rules(workdir: Path, *targets: str, configfile: Path) -> set[str]:
+    """The rules a dry run of the module's copy of the workflow would execute."""
+    return workflow.planned_rules(workdir, *targets, configfile=configfile, repo=WORKFLOW[0])
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +94,7 @@ def merged(**changes) -> dict:
 
 
 def plan(workdir: Path, **changes) -> set[str]:
-    return planned_rules(workdir, configfile=write(workdir, merged(**changes)), repo=WORKFLOW[0])
+    return planned_rules(workdir, configfile=write(workdir, merged(**changes)))
 
 
 @contextmanager
@@ -198,7 +203,7 @@ def test_without_a_test_set_nothing_is_planned_under_eval_test(run):
 
 
 def test_the_best_step_is_a_target_like_any_step(run):
-    assert planned_rules(run, "results/eval/step_best/scores.jsonl", configfile=write(run, merged()), repo=WORKFLOW[0]) == {
+    assert planned_rules(run, "results/eval/step_best/scores.jsonl", configfile=write(run, merged())) == {
         "export_checkpoint", "generate", "judge",
     }  # fmt: skip
 
@@ -338,6 +343,6 @@ def test_editing_a_paid_backends_prompt_reruns_from_its_stage(run, tmp_path, mon
     shutil.copy(REPO / "config" / "prompts" / prompt, copy / prompt)
     paid = write(copy, merged(**{section: {"backend": backend, "prompt": prompt}}))
     snakemake(copy, "--touch", "--cores", "1", "--configfile", str(paid))
-    assert planned_rules(copy, configfile=paid, repo=WORKFLOW[0]) == set()
+    assert planned_rules(copy, configfile=paid) == set()
     with edited(copy / prompt, "\n每段不超过五十字。\n"):
-        assert planned_rules(copy, configfile=paid, repo=WORKFLOW[0]) == expected
+        assert planned_rules(copy, configfile=paid) == expected
