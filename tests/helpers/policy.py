@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import torch
+
 from audiobook_rl.corpus import read_text
 from audiobook_rl.dataset import split_rows
 from audiobook_rl.policy.build import build_policy
@@ -38,6 +40,10 @@ def tiny_rows(n_train: int = 3, n_val: int = 2) -> dict[str, list[dict]]:
 
 
 def build_tiny_policy(out_dir: Path, settings: dict | None = None) -> dict:
+    # As the build_policy rule does. The weights depend on it: torch splits its CPU sums by the thread
+    # count, and a process that never set it sums differently again from one that set the same number
+    # (a stage run earlier in the test process sets it).
+    torch.set_num_threads(2)
     text, _ = read_text(STORY)
     return build_policy(text, [(0, 400)], prompts(), copy.deepcopy(settings or TINY_POLICY), out_dir)
 
