@@ -1,5 +1,6 @@
 import atexit
 import glob
+import re
 import sys
 
 from audiobook_rl import backends
@@ -27,12 +28,20 @@ LOGS = f"logs/runs/{RUN_NAME}" if RUN_NAME else "logs"
 CORPUS = str(repo_file(config["corpus"]))
 
 
+# The configured judge, whose scores.jsonl is the headline's (its extra judges are not its params:
+# adding one reruns no judge job).
+JUDGE = {key: value for key, value in config["judge"].items() if key != "agreement"}
+# The extra judges of `judge.agreement` by name; they score the headline split's outputs.
+AGREEMENT = agreement_judges(config["judge"])
+
+
 # One constraint for every per-step rule: a step number, or `best` (the best validation step).
 wildcard_constraints:
     step=WILDCARD,
     # where a split's evaluation lives under eval/: "" (validation) or "test/" (EVAL_DIRS)
     split="(test/)?",
-    judge=r"[A-Za-z0-9._-]+",
+    # the names of judge.agreement's judges only (no judge, no match: "No rule to produce")
+    judge="|".join(re.escape(name) for name in AGREEMENT) or "(?!)",
 
 
 # Light rules run where Snakemake runs, never as cluster jobs.
@@ -195,13 +204,6 @@ def eval_files(split, name):
     if split not in eval_splits():
         return []
     return [f"{eval_dir(split, step)}/{name}" for step in eval_steps()]
-
-
-# The configured judge, whose scores.jsonl is the headline's (its extra judges are not its params:
-# adding one reruns no judge job).
-JUDGE = {key: value for key, value in config["judge"].items() if key != "agreement"}
-# The extra judges of `judge.agreement` by name; they score the headline split's outputs.
-AGREEMENT = agreement_judges(config["judge"])
 
 
 def agreement_files():

@@ -10,7 +10,7 @@ import pytest
 
 from audiobook_rl.files import read_jsonl
 from helpers.policy import TINY_TRAIN
-from helpers.workflow import OPENAI_KEY, judging_overlay, snakemake
+from helpers.workflow import OPENAI_KEY, judging_overlay, planned_rules, snakemake, write_config
 from loopback import Loopback, Reply, chat_completion
 from loopback.scripts import judge_reply
 
@@ -44,3 +44,14 @@ def test_a_run_judged_by_two_judges_reports_their_agreement(tmp_path):
     overall = re.search(r'<td class="step">overall</td><td class="n">(\d+)</td>', section).group(1)
     assert overall == "32"  # 2 evaluated steps x 16 test slices, every one scored by both
     assert section.count("<li>") >= 5  # the largest disagreements, with both scores
+
+
+def test_scores_of_a_judge_not_in_judge_agreement_are_refused_in_one_sentence(tmp_path):
+    config = write_config(tmp_path, judge={"agreement": [{"backend": "rubric"}]})
+    target = "results/eval/test/step_0/judges/{}/scores.jsonl"
+    # the configured judge is the rubric too: the extra one is named by its position
+    assert planned_rules(tmp_path, target.format("rubric-1"), configfile=config) >= {"judge_agreement"}
+    proc = snakemake(tmp_path, target.format("glm-4.7"), "-n", "--configfile", str(config), check=False)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"No rule to produce {target.format('glm-4.7')}" in said
+    assert "Traceback" not in said and "KeyError" not in said
