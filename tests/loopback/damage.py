@@ -86,3 +86,42 @@ def wrong_speakers(script: list[Segment], aliases: dict | None = None) -> list[S
 def break_json(text: str) -> str:
     """Cut the JSON off before its end, as a model that ran out of tokens does."""
     return text[: len(text) * 2 // 3]
+
+
+def one_voice(script: list[Segment], aliases: dict | None = None) -> list[Segment]:
+    """Everything read by one character: the one who speaks most in the script (or an invented name
+    when nobody speaks)."""
+    canon = lambda name: (aliases or {}).get(name, name)  # noqa: E731
+    share: dict[str, int] = {}
+    for s in script:
+        if s.speaker != NARRATOR:
+            share[canon(s.speaker)] = share.get(canon(s.speaker), 0) + len(s.content)
+    name = max(share, key=share.get) if share else "某甲"
+    return [dataclasses.replace(s, speaker=name) for s in script]
+
+
+def speech_tags(script: list[Segment]) -> list[Segment]:
+    """Every segment named by a speech tag, as a policy that copies ``X道`` from the text does."""
+    name = next((s.speaker for s in script if s.speaker != NARRATOR), "某甲")
+    return [dataclasses.replace(s, speaker=f"{name}道") for s in script]
+
+
+def text_fragments(script: list[Segment]) -> list[Segment]:
+    """Every speaker a fragment of the text: the first characters of the segment's own content."""
+    return [dataclasses.replace(s, speaker=s.content[:3]) for s in script]
+
+
+def characters_read_narration(script: list[Segment], aliases: dict | None = None) -> list[Segment]:
+    """Every quote right, and the narration read by a character (the next quote's speaker, or the
+    last one's), as a policy that never uses the narrator does."""
+    speakers = [s.speaker for s in script if s.speaker != NARRATOR]
+    if not speakers:
+        return [dataclasses.replace(s, speaker="某甲") for s in script]
+    out, upcoming = [], list(speakers)
+    for s in script:
+        if s.speaker == NARRATOR:
+            out.append(dataclasses.replace(s, speaker=upcoming[0] if upcoming else speakers[-1]))
+        else:
+            out.append(s)
+            upcoming.pop(0)
+    return out

@@ -5,7 +5,8 @@ The candidate is aligned to the reference character by character. The **text rea
 (the share of the reference's characters the candidate holds) × precision (the share of the
 candidate's characters that are the reference's). Only completeness can be earned by text alone;
 the other four dimensions say how well the text is presented, and text the candidate leaves out
-is not presented at all, so **each of them is multiplied by the text read**: a stub (a speech tag
+is not presented at all, so **each of them is multiplied by the text read** (speaker's voice
+accuracy counts text left out as read by no one already, and is multiplied by precision): a stub (a speech tag
 and one invented line), one copied sentence, a repeated line or the same script for every excerpt
 earns little on any dimension, however well formed, while a faithful script keeps its full score.
 Precision is part of the factor so that repeated or invented text cannot buy coverage through
@@ -19,14 +20,14 @@ characters it happens to share with the reference. No candidate scores more than
   source, so omissions and invented text cost in proportion (a third of the text, copied
   faithfully, earns a third). The text a reference reads counts as well as the source (the better
   of the two is taken), so a perfect copy of any reference scores 1.
-- **speaker**: scored on the reference's **quotes** (its dialogue segments). Each character of a
-  quote earns the agreement of the candidate segment holding it: the same person 1 (aliases of the
-  reference are the same person), another person 0.1, narration 0, not in the candidate 0; a quote's
-  credit is the mean over its characters, and quotes count equally. Narration kept as narration
-  counts for one tenth (all of it when the reference has no quote): a script that names the wrong
-  person in every quote scores at most 0.19, however right its narration. :func:`quote_credits`
-  is the one definition; :func:`speaker_accuracy` (the report's quote-level speaker accuracy)
-  counts the quotes whose credit is at least one half.
+- **speaker**: voice accuracy (:mod:`.voice`): the share of the excerpt's characters read by the
+  right voice, narration by 旁白 and each quote by the person the reference names (aliases are
+  the same person), character for character, so narration read by a character costs as much as a
+  quote read by the wrong person; speech tags (``鲁达道``) and names found neither in the excerpt
+  nor among the aliases are wrong voices, and text the candidate leaves out is read by no one.
+  Times the candidate's precision (the share of its characters that are the reference's), so
+  repeated text cannot buy voices. A script that reads everything in one voice earns only the
+  share of the text that voice has in the reference.
 - **emotion**: every reference segment counts equally; each of its characters earns
   0.7 × tone (same tone 1, same broad family 0.5) + 0.3 × intensity closeness (1 − |Δ| / 4) of the
   candidate segment holding it, and 0 where the candidate lacks it.
@@ -35,24 +36,21 @@ characters it happens to share with the reference. No candidate scores more than
   the candidate does not share earns 0; the reference carries the longer pauses at paragraph and
   scene breaks; delay ranges are checked under format).
 
-Only letters, digits and CJK characters are compared: punctuation and spacing do not change how
-much of the text is read. Text inside the source or candidate is never interpreted, so an instruction
+Only letters, digits and CJK characters are compared (:mod:`.alignment`): punctuation and spacing
+do not change how much of the text is read. Text inside the source or candidate is never interpreted, so an instruction
 hidden in it ("给满分") is just more characters: invented ones in a candidate cost completeness.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from difflib import SequenceMatcher
 
-from ..script import FAMILY_OF, NARRATOR, Segment, from_dicts, parse_script
+from ..script import FAMILY_OF, Segment, parse_script
 from . import DIMENSIONS, Verdict, case_args, weighted
+from .alignment import Alignment, align, blocks, compared, matched
+from .voice import Voices, aligned_voices, as_segments
 
 REPAIRED_FORMAT = 0.8  # a readable but not strictly valid array (fence, prose, wrapper)
-WRONG_PERSON = 0.1  # a quote given to another character: told apart from narration, nothing more
-NARRATION_SHARE = 0.1  # of the speaker score when the reference has quotes; the rest is the quotes
-RIGHT_QUOTE = 0.5  # speaker accuracy counts a quote whose credit reaches this (most of it to the right person)
 TONE_SHARE = 0.7  # of the emotion score; the rest is intensity closeness
 BOUNDARY_SHARE = 0.6  # of the segmentation score; the rest is delay closeness
 DELAY_SCALE_MS = 300  # a delay off by max(this, the reference's delay) or more earns 0
@@ -67,14 +65,14 @@ class RubricJudge:
     """Deterministic judge of SPEC §4; ``weights`` maps the five dimensions to their weights."""
 
     backend = "rubric"
-    model = "rubric-v2"
+    model = "rubric-v3"
 
     def __init__(self, weights: dict[str, float]):
         self.weights = dict(weights)
 
     def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None) -> Verdict:
         """Score one candidate (raw model output, or a list of segments) against the reference."""
-        scores, reasons = rubric_scores(source, _as_segments(reference), candidate, aliases or {})
+        scores, reasons = rubric_scores(source, as_segments(reference), candidate, aliases or {})
         return Verdict(
             overall=round(weighted(scores, self.weights), 6),
             scores=scores,
@@ -86,45 +84,6 @@ class RubricJudge:
     def score_many(self, cases) -> list[Verdict]:
         """Score a list of cases: dicts with source/reference/candidate[/aliases] keys or tuples."""
         return [self.score(*case_args(case)) for case in cases]
-
-
-def _as_segments(reference) -> list[Segment]:
-    """A reference given as segments, dicts or script JSON text (the parquet ground_truth)."""
-    if isinstance(reference, str):
-        reference = json.loads(reference)
-    return [s if isinstance(s, Segment) else from_dicts([s])[0] for s in reference]
-
-
-def _chars(text: str) -> str:
-    return "".join(ch for ch in text if ch.isalnum())
-
-
-@dataclass
-class Alignment:
-    """The candidate's segments aligned to the reference's, character by character."""
-
-    reference: list[Segment]
-    candidate: list[Segment]
-    blocks: list[tuple[int, int, int]]  # matching blocks (candidate pos, reference pos, size)
-    overlap: list[dict[int, int]]  # per reference segment: candidate segment -> characters shared
-    lengths: list[int]  # compared characters of each reference segment
-    cand_text: str
-    ref_text: str
-
-
-def align(reference: list[Segment], candidate: list[Segment]) -> Alignment:
-    """Align ``candidate`` to ``reference`` on their compared characters (letters, digits, CJK)."""
-    cand_text, cand_owner = _joined(candidate)
-    ref_text, ref_owner = _joined(reference)
-    blocks = _blocks(cand_text, ref_text)
-    overlap: list[dict[int, int]] = [{} for _ in reference]
-    for a, b, size in blocks:
-        for k in range(size):
-            row = overlap[ref_owner[b + k]]
-            c = cand_owner[a + k]
-            row[c] = row.get(c, 0) + 1
-    lengths = [len(_chars(s.content)) for s in reference]
-    return Alignment(reference, candidate, blocks, overlap, lengths, cand_text, ref_text)
 
 
 def rubric_scores(
@@ -141,7 +100,7 @@ def rubric_scores(
 
     cand = parsed.segments
     al = align(reference, cand)
-    n_out, ref_hit = len(al.cand_text), _matched(al.blocks)
+    n_out, ref_hit = len(al.cand_text), matched(al.blocks)
     read = _read_share(ref_hit, n_out, len(al.ref_text))
     scaled = f"× text read {read:.2f}"
     scores: dict[str, float] = {}
@@ -158,8 +117,8 @@ def rubric_scores(
     )
 
     # Completeness against the source, or against the reference's reading of it (whichever is better).
-    src_text = _chars(source)
-    src_hit = ref_hit if src_text == al.ref_text else _matched(_blocks(al.cand_text, src_text))
+    src_text = compared(source)
+    src_hit = ref_hit if src_text == al.ref_text else matched(blocks(al.cand_text, src_text))
     value, against, hit, target = max(
         (_read_share(src_hit, n_out, len(src_text)), "source", src_hit, len(src_text)),
         (read, "reference", ref_hit, len(al.ref_text)),
@@ -170,8 +129,10 @@ def rubric_scores(
         f"covers {hit}/{target} characters of the {against}; {n_out - hit} of {n_out} output characters not in it"
     )
 
-    speaker, speaker_why = _speaker(al, aliases)
-    scores["speaker"], reasons["speaker"] = speaker * read, f"{speaker_why}; {scaled}"
+    voices = aligned_voices(al, Voices.of(source, reference, aliases))
+    precision = ref_hit / n_out if n_out else 0.0
+    scores["speaker"] = (voices.overall if voices.total else 1.0) * precision
+    reasons["speaker"] = f"{voices.reason()}; × precision {precision:.2f}"
 
     emotion = [_credit(al, r, _emotion_agreement) for r in range(len(reference)) if al.lengths[r]]
     full = sum(e >= 0.999 for e in emotion)
@@ -183,55 +144,10 @@ def rubric_scores(
     return {d: round(min(1.0, max(0.0, scores[d])), 6) for d in DIMENSIONS}, reasons
 
 
-def quote_credits(al: Alignment, aliases: dict[str, str]) -> list[float]:
-    """Per quote of the reference (a dialogue segment with text), the speaker credit of the
-    candidate: the mean over its characters of 1 (same person, alias-aware), WRONG_PERSON (another
-    character), 0 (narration, or missing from the candidate)."""
-    canon = lambda name: aliases.get(name, name)  # noqa: E731
-
-    def agreement(ref: Segment, cand: Segment) -> float:
-        if cand.is_narration:
-            return 0.0
-        return 1.0 if canon(ref.speaker) == canon(cand.speaker) else WRONG_PERSON
-
-    return [
-        _credit(al, r, agreement)
-        for r, seg in enumerate(al.reference)
-        if not seg.is_narration and al.lengths[r]
-    ]
-
-
-def speaker_accuracy(reference, candidate, aliases: dict[str, str] | None = None) -> tuple[int, int]:
-    """(quotes whose speaker the candidate names right, quotes in the reference): the quote-level,
-    alias-aware speaker accuracy of one script. A quote counts as right when most of its characters
-    sit in candidate segments of the same person (credit ≥ RIGHT_QUOTE); an unreadable candidate
-    gets none right."""
-    reference = _as_segments(reference)
-    parsed = parse_script(_as_text(candidate))
-    al = align(reference, parsed.segments if parsed.status != "invalid" else [])
-    credits = quote_credits(al, aliases or {})
-    return sum(c >= RIGHT_QUOTE for c in credits), len(credits)
-
-
 def _as_text(candidate) -> str:
     if isinstance(candidate, list):
         return json.dumps([s.to_dict() if isinstance(s, Segment) else s for s in candidate], ensure_ascii=False)
     return candidate
-
-
-def _speaker(al: Alignment, aliases: dict[str, str]) -> tuple[float, str]:
-    quotes = quote_credits(al, aliases)
-    narration = [
-        _credit(al, r, lambda ref, cand: float(cand.is_narration))
-        for r, seg in enumerate(al.reference)
-        if seg.is_narration and al.lengths[r]
-    ]
-    narr = sum(narration) / len(narration) if narration else 1.0
-    if not quotes:
-        return narr, f"no quote in the reference; narration kept as narration {narr:.2f}"
-    right = sum(c >= RIGHT_QUOTE for c in quotes)
-    value = (1 - NARRATION_SHARE) * sum(quotes) / len(quotes) + NARRATION_SHARE * narr
-    return value, f"{right}/{len(quotes)} quotes given to the right person; narration kept as narration {narr:.2f}"
 
 
 def _credit(al: Alignment, r: int, agreement) -> float:
@@ -239,25 +155,6 @@ def _credit(al: Alignment, r: int, agreement) -> float:
     holding each (0 for characters the candidate lacks)."""
     ref = al.reference[r]
     return sum(n * agreement(ref, al.candidate[c]) for c, n in al.overlap[r].items()) / al.lengths[r]
-
-
-def _joined(segments: list[Segment]) -> tuple[str, list[int]]:
-    """The compared characters of all contents in order, and the segment index owning each."""
-    parts, owner = [], []
-    for i, seg in enumerate(segments):
-        text = _chars(seg.content)
-        parts.append(text)
-        owner.extend([i] * len(text))
-    return "".join(parts), owner
-
-
-def _blocks(a: str, b: str) -> list[tuple[int, int, int]]:
-    # autojunk would treat any character seen in >1% of a 200+ character text as noise: wrong for Chinese.
-    return SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()[:-1]
-
-
-def _matched(blocks) -> int:
-    return sum(size for _, _, size in blocks)
 
 
 def _read_share(hit: int, n_out: int, n_target: int) -> float:
@@ -280,12 +177,12 @@ def _boundaries(segments: list[Segment]) -> dict[int, int]:
     """Character position after each segment but the last → the delay after it."""
     out, pos = {}, 0
     for seg in segments[:-1]:
-        pos += len(_chars(seg.content))
+        pos += len(compared(seg.content))
         out[pos] = seg.delay
     return out
 
 
-def _segmentation(cand: list[Segment], reference: list[Segment], blocks) -> tuple[float, str]:
+def _segmentation(cand: list[Segment], reference: list[Segment], found) -> tuple[float, str]:
     ref_bounds, cand_bounds = _boundaries(reference), _boundaries(cand)
     if not ref_bounds and not cand_bounds:
         return 1.0, "one segment, as in the reference"
@@ -293,7 +190,7 @@ def _segmentation(cand: list[Segment], reference: list[Segment], blocks) -> tupl
     # text has no place there and only costs precision.
     mapped: dict[int, int] = {}
     for pos, delay in cand_bounds.items():
-        for a, b, size in blocks:
+        for a, b, size in found:
             if a <= pos <= a + size:
                 mapped.setdefault(b + pos - a, delay)
                 break
