@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 def label_slices(slices: list[Slice], labeler, lexicon: Lexicon, progress=None) -> list[dict]:
     """Label every slice; one results/labels.jsonl record per slice (id, text, source offsets, script,
-    backend, model, prompt hash and the corpus's aliases, which the judges need)."""
+    backend, model, prompt hash, the corpus's aliases, which the judges need, and the names the
+    corpus's lexicon finds in the excerpt, which tell the report a person from a fragment of text)."""
     log.info(
         "labeling %d slices with %s (%s); %d speaker names and %d aliases known from the corpus",
         len(slices), labeler.backend, labeler.model, len(lexicon.names), len(lexicon.aliases),
@@ -35,6 +36,7 @@ def label_slices(slices: list[Slice], labeler, lexicon: Lexicon, progress=None) 
             "model": labeler.model,
             "prompt_hash": labeler.prompt_hash,
             "aliases": lexicon.aliases,
+            "names": list(dict.fromkeys(m.group() for m in lexicon.names_in(item.text))),
         }
         for item, script in zip(slices, scripts)
     ]
