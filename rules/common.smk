@@ -207,11 +207,13 @@ def eval_files(split, name):
 
 
 def agreement_files():
-    """Every extra judge's scores of every evaluated step (none without `judge.agreement`)."""
+    """Every extra judge's scores of every evaluated training step, the warm start aside (none
+    without `judge.agreement`)."""
     return [
         f"{eval_dir(head_split(), step)}/judges/{name}/scores.jsonl"
         for name in AGREEMENT
         for step in eval_steps()
+        if step != "sft"
     ]
 
 
@@ -238,9 +240,20 @@ def agreement_llm_api(wildcards):
     )
 
 
+def sft_on():
+    """Whether GRPO starts from a supervised warm start on the training references (rule sft_policy)."""
+    return config["sft"]["epochs"] > 0
+
+
+def start_policy():
+    """The policy GRPO starts from: step_sft after the warm start, else the base policy step_0."""
+    return f"{RESULTS}/models/step_{'sft' if sft_on() else 0}"
+
+
 def eval_steps():
-    """The checkpoints that are exported, generated from and judged (step 0 = the base policy)."""
-    return [0] + sorted(config["eval"]["steps"])
+    """The checkpoints that are generated from and judged: step 0 (the base policy), `sft` (the
+    warm start, when on) and the exported training steps."""
+    return [0] + (["sft"] if sft_on() else []) + sorted(config["eval"]["steps"])
 
 
 def final_outputs():

@@ -1,5 +1,6 @@
-# step_0 is the base policy itself; every other step (a number or `best`) is exported from training.
-ruleorder: build_policy > export_checkpoint
+# step_0 is the base policy itself, step_sft its warm start; every other step (a number or `best`) is
+# exported from training.
+ruleorder: build_policy > sft_policy > export_checkpoint
 
 
 rule export_checkpoint:

@@ -20,3 +20,28 @@ rule build_policy:
         policy=config["policy"],
     script:
         "../scripts/build_policy.py"
+
+
+# The supervised warm start on the training references; training starts here when sft.epochs > 0.
+rule sft_policy:
+    input:
+        train=f"{RESULTS}/data/train.parquet",
+        policy=f"{RESULTS}/models/step_0",
+        create_prompt=agent_prompt("create"),
+        rewrite_prompt=agent_prompt("rewrite"),
+        code=code("sft_policy"),
+    output:
+        directory(f"{RESULTS}/models/step_sft"),
+    log:
+        f"{LOGS}/sft_policy.log",
+    conda:
+        "../envs/pipeline.yaml"
+    threads: config["resources"]["sft_policy"]["threads"]
+    resources:
+        gpu=config["resources"]["sft_policy"]["gpu"],
+        mem_mb=config["resources"]["sft_policy"]["mem_mb"],
+        runtime=config["resources"]["sft_policy"]["runtime"],
+    params:
+        sft=config["sft"],
+    script:
+        "../scripts/sft_policy.py"

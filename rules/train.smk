@@ -2,7 +2,7 @@ rule train_grpo:
     input:
         train=f"{RESULTS}/data/train.parquet",
         val=f"{RESULTS}/data/val.parquet",
-        policy=f"{RESULTS}/models/step_0",
+        policy=start_policy(),
         create_prompt=agent_prompt("create"),
         rewrite_prompt=agent_prompt("rewrite"),
         reward_prompt=prompts("train_grpo"),

@@ -5,6 +5,7 @@ import logging
 from audiobook_rl.files import write_text
 from audiobook_rl.report import make_report
 from audiobook_rl.stage import run
+from audiobook_rl.steps import SFT
 
 log = logging.getLogger("audiobook_rl.report")
 
@@ -13,9 +14,10 @@ def main(smk):
     steps = list(smk.params.steps)
     evals = dict(zip(steps, zip(smk.input.outputs, smk.input.scores)))
     test_evals = dict(zip(steps, zip(smk.input.test_outputs, smk.input.test_scores)))
-    # each extra judge's scores of every step, in the order the rule lists them (judge by judge)
+    # each extra judge's scores of every training step, in the order the rule lists them (judge by
+    # judge; the warm start is not among them)
     extra = iter(smk.input.agreement)
-    judges = {name: {step: next(extra) for step in steps} for name in smk.params.agreement}
+    judges = {name: {step: next(extra) for step in steps if step != SFT} for name in smk.params.agreement}
     html = make_report(
         metrics=smk.input.metrics,
         labels=smk.input.labels,

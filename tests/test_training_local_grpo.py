@@ -183,7 +183,7 @@ def test_the_guard_lets_a_run_end_that_reaches_its_last_step_or_is_switched_off(
 def test_the_gpu_update_keeps_cudnn_attention_out_and_restores_the_choice_after():
     # cuDNN's SDPA backward in bf16 with a padding mask gave NaN gradients at some widths on an H200;
     # the update's precision context must rule it out (the decision is testable without a GPU).
-    from audiobook_rl.training.local_grpo import precision
+    from audiobook_rl.policy.logprobs import precision
 
     before = [torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.mem_efficient_sdp_enabled()]
     with pytest.warns(UserWarning) if not torch.cuda.is_available() else contextlib.nullcontext():

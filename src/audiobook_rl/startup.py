@@ -20,8 +20,9 @@ from typing import Callable, Iterable
 from . import backends
 from .corpus import count_slices, read_text, too_few_slices
 from .errors import UserError
+from .gpus import CPU_FIX
 from .paths import repo_file
-from .preflight import check_backend, check_keys
+from .preflight import check_backend, check_gpus, check_keys
 from .steps import check_eval_steps
 
 
@@ -84,6 +85,9 @@ def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Ca
     problems = []
     if "build_policy" in rules and not config["policy"]["pretrained"]:
         problems += check_corpus(corpus, config, ["policy.warm_start.windows_per_draw"])
+    if "sft_policy" in rules and config["resources"]["sft_policy"]["gpu"] > 0:
+        key = "resources.sft_policy.gpu"
+        problems += check_gpus(config["resources"]["sft_policy"]["gpu"], f"config key '{key}'", count, CPU_FIX)
     for rule in sorted(rules):
         for _, backend, entry in backends.of_rule(config, rule):
             if entry == "run":  # a backend's GPUs and stack are those of its work; exports run on the CPU

@@ -1,9 +1,10 @@
 """Training steps as the workflow names them, and which of them is best.
 
-``results/models/step_{step}/`` and ``results/eval/step_{step}/`` take a step number or ``best``:
-:data:`WILDCARD` is the one constraint of the ``{step}`` wildcard, so every per-step rule
+``results/models/step_{step}/`` and ``results/eval/step_{step}/`` take a step number, ``best`` or
+``sft``: :data:`WILDCARD` is the one constraint of the ``{step}`` wildcard, so every per-step rule
 (export, generate, judge) accepts the same names. ``best`` is the best validation step of the
-training run (``train/summary.json``: ``best_step``).
+training run (``train/summary.json``: ``best_step``); ``sft`` is the policy after the supervised
+warm start on the training references (rule sft_policy), where GRPO starts when ``sft.epochs`` > 0.
 
 **Best** is one rule everywhere (training's ``best_step``, the report's best checkpoint, the run
 index): the *trained* step with the highest score, the earlier step on ties (fewer updates for the
@@ -19,12 +20,20 @@ from typing import Iterable, Mapping
 from .errors import UserError
 
 BEST = "best"
-WILDCARD = r"\d+|best"
+SFT = "sft"
+WILDCARD = r"\d+|best|sft"
 
 
 def parse(step: str) -> int | str:
-    """A ``{step}`` wildcard as the stages record it: a number, or ``"best"``."""
-    return BEST if step == BEST else int(step)
+    """A ``{step}`` wildcard as the stages record it: a number, ``"best"`` or ``"sft"``."""
+    return step if step in (BEST, SFT) else int(step)
+
+
+def order(step: int | str) -> tuple[int, int]:
+    """Sort key of evaluated steps: the base policy (0), the warm start (``sft``), then training steps."""
+    if step == SFT:
+        return (1, 0)
+    return (0, 0) if step == 0 else (2, int(step))
 
 
 def best_step(values: Mapping[int, float | None], among: Iterable[int] | None = None) -> int | None:

@@ -1,18 +1,28 @@
-"""Supervised warm start of the embedded policy on rule-labelled excerpts.
+"""Supervised warm starts: teacher-forced steps on (excerpt, reference script) pairs.
 
-A random model never writes JSON, so GRPO would see only zero rewards. A short supervised pass on
-excerpts labelled by the rule labeler teaches the format (and some copying) so that the base
-policy emits scripts some of the time. The excerpts are cut from the corpus with other seeds than
-the pipeline's slices, and any window that overlaps a validation slice is dropped, so validation
-measures text the policy never saw.
+Two users, one loop (:func:`warm_start`):
+
+- the embedded policy (``build_policy``): a random model never writes JSON, so GRPO would see only
+  zero rewards. A short supervised pass on excerpts labelled by the rule labeler teaches the format
+  (and some copying). The excerpts are cut from the corpus with other seeds than the pipeline's
+  slices, and any window that overlaps a validation or test slice is dropped
+  (:func:`warmstart_windows`), so evaluation measures text the policy never saw;
+- any policy, pretrained ones included (the ``warm_start`` stage): a few epochs on the training
+  references (:func:`warm_start_policy`). A pretrained chat model writes JSON but not the script's
+  conventions: Qwen2.5-0.5B never gives narration to 旁白, so GRPO has no such script to reinforce.
+
+Each excerpt gives two examples, one per role of the agent: create(excerpt) → reference, and
+rewrite(excerpt, a damaged copy of the reference) → reference.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
+from pathlib import Path
 
 import torch
 
@@ -20,7 +30,8 @@ from ..corpus import slice_text
 from ..labeling.lexicon import build_lexicon
 from ..labeling.rules import RuleLabeler
 from ..script import TONES, Segment
-from .logprobs import pack, token_logprobs
+from .logprobs import pack, precision, token_logprobs
+from .model import load_policy, save_policy
 from .tokenizer import prompt_ids, response_ids
 
 log = logging.getLogger(__name__)
@@ -64,12 +75,18 @@ def corrupt(script: list[Segment], rng: random.Random) -> str:
 
 
 def warmstart_examples(windows, corpus_text: str, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, response ids) pairs: create(excerpt) → reference; rewrite(excerpt, bad draft) → reference."""
+    """The examples of the embedded policy's warm start: the windows, labelled by the rule labeler."""
     labeler = RuleLabeler(build_lexicon(corpus_text))
+    return script_examples([(text, labeler.label_text(text)) for _, _, text in windows], prompts, tokenizer, seed)
+
+
+def script_examples(pairs, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, response ids) of each (excerpt, script) pair: create(excerpt) → script, and
+    rewrite(excerpt, a damaged copy of the script) → script. ``prompts`` has the agent's
+    ``create_messages`` and ``rewrite_messages``."""
     rng = random.Random(seed)
     examples = []
-    for _, _, text in windows:
-        script = labeler.label_text(text)
+    for text, script in pairs:
         target = response_ids(tokenizer, compact(script))
         examples.append((prompt_ids(tokenizer, prompts.create_messages(text)), target))
         draft = corrupt(script, rng)
@@ -93,7 +110,8 @@ def warm_start(model, tokenizer, examples, settings: dict, device="cpu", progres
             order += fresh
         idx, order = order[: settings["batch_size"]], order[settings["batch_size"] :]
         batch = pack([examples[i][0] for i in idx], [examples[i][1] for i in idx], tokenizer.pad_token_id, device)
-        logp = token_logprobs(model, batch)
+        with precision(torch.device(device)):
+            logp = token_logprobs(model, batch)
         loss = -(logp * batch["mask"]).sum() / batch["mask"].sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -104,3 +122,32 @@ def warm_start(model, tokenizer, examples, settings: dict, device="cpu", progres
             progress(step + 1, loss.item(), time.monotonic() - started)
     model.eval()
     return losses
+
+
+def warm_start_policy(policy_dir: str | Path, tasks, prompts, settings: dict, out_dir: str | Path, device: str = "cpu",
+                      progress=None) -> dict:
+    """The ``warm_start`` stage: ``settings['epochs']`` passes over the training ``tasks`` (excerpt and
+    reference script) from the policy in ``policy_dir``, saved to ``out_dir`` in the policy's own
+    precision; returns a summary. Seeded: the same inputs give the same weights on the CPU."""
+    model, tokenizer = load_policy(policy_dir, device)
+    saved_dtype = _saved_dtype(model)
+    examples = script_examples([(t.text, t.reference) for t in tasks], prompts, tokenizer, settings["seed"])
+    steps = math.ceil(settings["epochs"] * len(examples) / settings["batch_size"])
+    log.info("warm start: %d examples (%d excerpts, both roles), %d epochs = %d steps of %d, lr %g, on %s",
+             len(examples), len(tasks), settings["epochs"], steps, settings["batch_size"], settings["lr"], device)
+    losses = warm_start(model, tokenizer, examples, {**settings, "steps": steps}, device, progress)
+    save_policy(model.to("cpu", dtype=saved_dtype), tokenizer, out_dir)
+    return {
+        "examples": len(examples),
+        "steps": steps,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+    }
+
+
+def _saved_dtype(model) -> torch.dtype:
+    """The precision the policy's files hold (a bf16 checkpoint stays bf16; load_policy computes in fp32)."""
+    dtype = getattr(model.config, "torch_dtype", None) or getattr(model.config, "dtype", None)
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype, None)
+    return dtype if isinstance(dtype, torch.dtype) else torch.float32

@@ -25,7 +25,7 @@ class TrainingJob:
     prompts: "AgentPrompts"
     train_rows: list[dict]  # results/data/train.parquet
     val_rows: list[dict]
-    policy_dir: str  # results/models/step_0, the base policy
+    policy_dir: str  # the policy training starts from: results/models/step_0, or step_sft after the warm start
     metrics_path: str  # results/train/metrics.jsonl
     summary_path: str  # results/train/summary.json
     fingerprint: str  # of settings and inputs: checkpoints of another fingerprint are discarded

@@ -19,7 +19,6 @@ Randomness is seeded per step, so a run resumed from a checkpoint repeats the un
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import random
@@ -31,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .. import gpus
 from ..agent.episode import AgentPrompts, run_episodes
@@ -41,7 +39,7 @@ from ..dataset import Task
 from ..errors import UserError
 from ..files import write_json
 from ..judging.diversity import diversity
-from ..policy.logprobs import pack, token_logprobs
+from ..policy.logprobs import pack, precision, token_logprobs
 from ..policy.model import load_policy
 from ..script import parse_script
 from ..steps import best_step
@@ -82,23 +80,6 @@ def episode_rows(episodes, groups: list[str], rewards: list[float | None]) -> li
     for row, a in zip(rows, advantages):
         row.advantage = a
     return rows
-
-
-@contextlib.contextmanager
-def precision(device: torch.device):
-    """bf16 autocast on a GPU (fp32 master weights and optimizer state), full fp32 elsewhere.
-
-    On a GPU, attention runs on any SDPA backend but cuDNN's: in bf16 with a padding mask, its
-    backward pass returns NaN gradients at some sequence widths while the loss stays finite (measured
-    on an H200 with torch 2.11: widths 704 and 1088 of 640-1088; the memory-efficient backend gives
-    finite gradients on the same batches), which cost one to three skipped updates per 32.
-    """
-    if device.type != "cuda":
-        yield
-        return
-    backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-    with torch.autocast("cuda", dtype=torch.bfloat16), sdpa_kernel(backends):
-        yield
 
 
 def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Random, pad_id: int) -> dict:
