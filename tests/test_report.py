@@ -91,7 +91,7 @@ def test_headline_names_best_checkpoint_its_score_the_baseline_and_the_change(ov
 def test_checkpoint_table_values(overfit_run):
     _, html = overfit_run
     page = Page(html)
-    header = ["mean ± std", "95% CI", "n", "failures", "format", "complete", "speaker", "emotion", "segment.", "speaker acc.", "distinct", "alike", "JSON valid", "schema valid", "segments", "vs baseline"]
+    header = ["mean ± std", "95% CI", "n", "failures", "format", "complete", "speaker", "emotion", "segment.", "voice", "narration", "quotes", "distinct", "alike", "JSON valid", "schema valid", "segments", "vs baseline"]
     base = page.row("base (step 0)")
     assert len(base) == 1 + len(header)
     cells = dict(zip(header, base[1:]))
@@ -100,8 +100,10 @@ def test_checkpoint_table_values(overfit_run):
     assert cells["format"] == "0.750"  # one unparseable output scored 0 on format
     assert cells["JSON valid"] == "75%" and cells["segments"] == "1.8"  # 3 + 0 + 2 + 2 entries
     assert cells["vs baseline"] == "baseline"
-    # Five quotes in the references (two in v1, one in each other slice); v2's output does not parse.
-    assert cells["speaker acc."] == "80% (4/5)"
+    # Voices, character by character: v1 reads 3 narration + 12 quote characters right (the markup
+    # quote's letters and 好), v3 and v4 5 + 5 each; v2's output does not parse, so its 5 + 5 are
+    # read by no one: 35/45 overall, narration 13/18, quotes 22/27.
+    assert (cells["voice"], cells["narration"], cells["quotes"]) == ("78%", "72%", "81%")
     assert cells["distinct"] == "100%"
 
     best = dict(zip(header, page.row("step 20")[1:]))
@@ -110,7 +112,7 @@ def test_checkpoint_table_values(overfit_run):
     assert best["n"] == "3/4" and best["failures"] == "1"
     assert best["completeness" if "completeness" in best else "complete"] == "0.550"
     assert best["vs baseline"] == "+0.427 (+340.0%)"
-    assert best["speaker acc."] == "100% (5/5)"
+    assert (best["voice"], best["narration"], best["quotes"]) == ("100%", "100%", "100%")
     assert dict(zip(header, page.row("step 10")[1:]))["vs baseline"] == "+0.300 (+240.0%)"
     step30 = dict(zip(header, page.row("step 30")[1:]))
     assert step30["JSON valid"] == "100%"  # the fenced output was repaired, still JSON
@@ -208,7 +210,7 @@ def test_a_checkpoint_whose_outputs_ignore_their_input_is_never_an_improvement(t
         "Step 20 ignores its input: 1 distinct script(s) for 4 excerpts, and the outputs of different excerpts are 1.00 alike"
     ) in html
     assert "mode collapse, not an improvement" in html
-    cells = dict(zip(["distinct", "alike"], Page(html).row("step 20 ★ best")[11:13]))
+    cells = dict(zip(["distinct", "alike"], Page(html).row("step 20 ★ best")[13:15]))
     assert cells == {"distinct": "25%", "alike": "1.00"}
     assert Page(html).row("step 20 ★ best")[-1] == "+0.595 (+476.0%)"
     # The change tile is not green and says why.

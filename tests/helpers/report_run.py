@@ -75,7 +75,8 @@ def write_run(root: Path, overfit: bool = True, steps=(0, 10, 20, 30), metrics=N
     labels = []
     for i, sid in enumerate(VAL_IDS):
         text = INJECT_TEXT if i == 0 else f"第{i}段叙述。老邓道：“第{i}段对白！”"
-        labels.append({"id": sid, "text": text, "script": reference(i), "backend": "rules", "model": "rules-v1", "prompt_hash": None, "aliases": {}})
+        labels.append({"id": sid, "text": text, "script": reference(i), "backend": "rules", "model": "rules-v1", "prompt_hash": None,
+                       "aliases": {}, "names": ["林青"] if i == 0 else ["老邓"]})
     _jsonl(root / "labels.jsonl", labels)
     write_parquet_rows(
         root / "val.parquet",

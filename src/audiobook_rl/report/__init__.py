@@ -31,12 +31,14 @@ def make_report(
     judges: dict[str, dict[int, str | Path]] | None = None,
     **shown,
 ) -> str:
-    """The report's HTML. ``evals`` maps each evaluated step to its (outputs.jsonl, scores.jsonl) on
-    the validation slices, ``test_evals`` the same on the held-out test slices (none: no test set);
+    """The report's HTML. ``evals`` maps each evaluated step (a number, or ``sft`` for the warm start)
+    to its (outputs.jsonl, scores.jsonl) on the validation slices, ``test_evals`` the same on the
+    held-out test slices (none: no test set);
     ``settings`` is the ``report`` config section; ``policy_dir`` (results/models/step_0) names the
     base policy; ``judges`` maps each extra judge (``judge.agreement``) to its scores.jsonl per step,
     on the split of the headline. ``shown`` goes to :func:`.render.build_report` as given (``train``,
     ``policy``, ``eval_cfg``, ``config_hash``, ``template``, ``repo``, ``judge_name``)."""
+    from ..steps import order
     from .load import load_run
     from .render import build_report
 
@@ -49,7 +51,7 @@ def make_report(
     if policy_dir:
         inputs["policy"] = str(Path(policy_dir) / "config.json")
     for split, files in (("", evals), ("test_", test_evals or {})):
-        for step in sorted(files):
+        for step in sorted(files, key=order):
             inputs[f"{split}outputs_{step}"] = str(files[step][0])
             inputs[f"{split}scores_{step}"] = str(files[step][1])
     for name, files in (judges or {}).items():

@@ -3,9 +3,9 @@ validation slices, or the held-out test slices).
 
 Judge failures (``overall`` null, ``error`` set) are counted and left out of every mean; they
 are never read as a score of 0. Besides the judge's numbers, each row measures the outputs
-themselves against the labels, whatever the judge: the quote-level speaker accuracy (the rubric's
-definition, :func:`..judging.rubric.speaker_accuracy`) and whether the outputs follow their
-excerpts at all (:mod:`..judging.diversity`).
+themselves against the labels, whatever the judge: voice accuracy (who reads each character:
+:mod:`..judging.voice`, the rubric's speaker definition), the speaker names the scripts use, and
+whether the outputs follow their excerpts at all (:mod:`..judging.diversity`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable
 from ..compare.paired import Paired, direction, paired
 from ..judging import DIMENSIONS, finite_number
 from ..judging.diversity import Diversity, diversity
-from ..judging.rubric import speaker_accuracy
+from ..judging.voice import SpeakerUse, VoiceAccuracy, Voices, as_segments, voice_accuracy
 from ..script import parse_script
 from ..steps import best_step
 from . import stats
@@ -38,22 +38,43 @@ class CheckpointRow:
     schema_valid: float | None  # share whose every segment passes the schema
     mean_segments: float | None
     n_outputs: int
-    quotes_right: int  # reference quotes whose speaker the final script names right (alias-aware)
-    quotes: int  # reference quotes of the slices with an output
+    voice: VoiceAccuracy  # characters read by the right voice, pooled over the slices with an output
+    speakers: SpeakerUse  # the names the final scripts use
     diversity: Diversity
     overall_by_id: dict[str, float] = field(default_factory=dict)
+    voice_by_id: dict[str, float] = field(default_factory=dict)  # voice accuracy of each slice's final script
     change_pct: float | None = None  # vs the baseline's mean
     vs_base: Paired | None = None  # paired comparison with the baseline (None for the baseline itself)
+    voice_vs_base: Paired | None = None  # the same for voice accuracy
     vs_baseline: str = "unclear"  # better / worse / unclear, by :func:`compare`
     is_best: bool = False
     is_baseline: bool = False
+    is_sft: bool = False  # the supervised warm start, where GRPO started (not a training step)
+    # A trained checkpoint against the warm start (None without one): did RL help beyond imitation?
+    vs_sft: Paired | None = None
+    voice_vs_sft: Paired | None = None
+    vs_sft_verdict: str = "unclear"
     # The score the best checkpoint is chosen by: the validation mean, also for a row of the test set,
     # whose own mean never chooses (that would make its headline optimistic again).
     chosen_by: float | None = None
 
     @property
-    def speaker_accuracy(self) -> float | None:
-        return self.quotes_right / self.quotes if self.quotes else None
+    def name(self) -> str:
+        """How the page names the row: ``base (step 0)``, ``SFT warm start`` or ``step N``."""
+        if self.is_sft:
+            return "SFT warm start"
+        return "base (step 0)" if self.step == 0 else f"step {self.step}"
+
+    @property
+    def voice_flags(self) -> list[str]:
+        """What makes the scripts unusable as an audiobook, in words (the report shows them in red)."""
+        flags = []
+        if self.speakers.never_narrator:
+            flags.append("never uses the narrator (旁白)")
+        if self.speakers.mostly_not_persons:
+            flags.append(f"most characters' segments ({self.speakers.others} of {self.speakers.others + self.speakers.persons}) "
+                         "name no person of the excerpt (speech tags, fragments of the text, invented names)")
+        return flags
 
     @property
     def diff(self) -> float | None:
@@ -97,14 +118,22 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
     parsed = [n for n in notes if n.get("status") != "invalid"]
     values = list(overall.values())
     finals = [step.outputs[sid].get("final") or "" for sid in with_output]
-    right = quotes = 0
+    voice, voice_by_id, speakers = VoiceAccuracy(), {}, SpeakerUse()
     for sid, final in zip(with_output, finals):
         label = run.labels.get(sid) or {}
         try:
-            r, q = speaker_accuracy(label["script"], final, label.get("aliases"))
+            reference = as_segments(label["script"])
         except (KeyError, TypeError, ValueError):
             continue  # no readable reference for this slice: the labels' problem, shown elsewhere
-        right, quotes = right + r, quotes + q
+        text = label.get("text") or run.val_text.get(sid, "")
+        names = label.get("names") if isinstance(label.get("names"), list) else None
+        counts = voice_accuracy(reference, final, label.get("aliases"), text, names)
+        voice += counts
+        if counts.overall is not None:
+            voice_by_id[sid] = counts.overall
+        script = parse_script(final)
+        if script.status != "invalid":
+            speakers.add(script.segments, Voices.of(text, reference, label.get("aliases"), names))
     return CheckpointRow(
         step=step.step,
         n_val=len(ids),
@@ -119,10 +148,11 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
         schema_valid=sum(1 for n in parsed if not n.get("errors") and n.get("items", 0) > 0) / len(notes) if notes else None,
         mean_segments=stats.mean([float(n.get("items", 0)) if n.get("status") != "invalid" else 0.0 for n in notes]),
         n_outputs=len(notes),
-        quotes_right=right,
-        quotes=quotes,
+        voice=voice,
+        speakers=speakers,
         diversity=diversity(finals, [(run.labels.get(sid) or {}).get("text") or run.val_text.get(sid, "") for sid in with_output]),
         overall_by_id=overall,
+        voice_by_id=voice_by_id,
     )
 
 
@@ -130,12 +160,13 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
 VERDICTS = {"up": "better", "down": "worse", "flat": "unclear", "too few": "unclear"}
 
 
-def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict) -> Paired:
+def paired_diff(a: CheckpointRow, b: CheckpointRow, settings: dict, measure: str = "overall_by_id") -> Paired:
     """``a`` against ``b`` on the slices both scored (:func:`..compare.paired.paired`), seeded by
-    ``a``'s step so every comparison of a checkpoint draws the same resamples."""
+    ``a``'s step so every comparison of a checkpoint draws the same resamples; ``measure`` is the
+    per-slice field compared (the judge's overall score, or ``voice_by_id``)."""
     return paired(
-        a.overall_by_id,
-        b.overall_by_id,
+        getattr(a, measure),
+        getattr(b, measure),
         samples=settings["bootstrap_samples"],
         seed=settings["bootstrap_seed"] + a.step,
         confidence=settings["confidence"],
@@ -162,10 +193,30 @@ def checkpoint_rows(run: RunData, settings: dict, chosen_by: dict[int, float | N
         if r is not base:
             r.vs_base = paired_diff(r, base, settings)
             r.vs_baseline = compare(r.vs_base, settings)
+            r.voice_vs_base = paired_diff(r, base, settings, "voice_by_id")
     best = best_row(rows)
     if best is not None:
         best.is_best = True
     return rows
+
+
+def sft_row(run: RunData, rows: list[CheckpointRow], settings: dict) -> CheckpointRow | None:
+    """The warm start's row (None without one), compared with the baseline (``rows[0]``) like a
+    checkpoint; each trained row of ``rows`` gets its paired comparison with the warm start."""
+    if run.sft is None:
+        return None
+    sft = _row(run.sft, run, settings)
+    sft.is_sft = True
+    base = rows[0]
+    sft.change_pct = stats.relative_change(sft.mean, base.mean)
+    sft.vs_base = paired_diff(sft, base, settings)
+    sft.vs_baseline = compare(sft.vs_base, settings)
+    sft.voice_vs_base = paired_diff(sft, base, settings, "voice_by_id")
+    for r in rows[1:]:
+        r.vs_sft = paired_diff(r, sft, settings)
+        r.vs_sft_verdict = compare(r.vs_sft, settings)
+        r.voice_vs_sft = paired_diff(r, sft, settings, "voice_by_id")
+    return sft
 
 
 def best_row(rows: list[CheckpointRow], keep: Callable[[CheckpointRow], bool] = lambda r: True) -> CheckpointRow | None:

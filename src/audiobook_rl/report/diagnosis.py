@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..compare.paired import Paired
 from ..steps import best_step
 from ..training.collapse import ADVICE, collapse
 from . import stats
@@ -96,17 +97,22 @@ def verdict(r: CheckpointRow) -> str:
     return "ignores input" if r.diversity.ignores_input else r.vs_baseline
 
 
-def headline(rows: list[CheckpointRow], confidence: float, held_out: bool = False) -> Note:
+def headline(rows: list[CheckpointRow], confidence: float, held_out: bool = False,
+             sft: CheckpointRow | None = None) -> Note:
     """One sentence a reader can quote: the best checkpoint (chosen on validation) against the
     baseline, the paired difference with its interval first, the probability of improvement second
     and the relative change last; "no clear change" when the interval includes 0, and never an
     improvement when the outputs ignore their input. Its level is ``ok`` (green) only for a clear
     improvement. ``rows`` are the held-out test set's when ``held_out``, else the validation set's:
-    then a sentence says the score is optimistic, measured on the slices that chose the checkpoint."""
+    then a sentence says the score is optimistic, measured on the slices that chose the checkpoint.
+    With a warm start (``sft``, where GRPO started), a sentence compares the checkpoint with it too:
+    the baseline says what the whole recipe gained, the warm start what RL added to imitation."""
     note = _headline(rows, confidence, "test" if held_out else "validation")
     best = best_row(rows)
     if best is None or rows[0].mean is None:
         return note
+    if sft is not None and best.vs_sft is not None:
+        note = Note(note.level, note.text + " " + sft_text(best, sft, confidence))
     if held_out:
         tail = (f" The checkpoint was chosen on the validation slices; every number here is measured on the "
                 f"{best.n_val} held-out test slices, which neither training nor that choice saw.")
@@ -118,6 +124,52 @@ def headline(rows: list[CheckpointRow], confidence: float, held_out: bool = Fals
         tail += (f" With n = {n} paired slices the intervals are wide, and a nominal {confidence:.0%} interval covers "
                  f"the true difference less often than it says (fewer than {WIDE_BELOW} slices).")
     return Note(note.level, note.text + tail)
+
+
+def paired_text(p: Paired | None, confidence: float) -> str:
+    """A paired difference with its interval: ``+0.105 (95% paired interval +0.020 to +0.190)``."""
+    if p is None or p.mean_diff is None:
+        return "no slice scored at both"
+    if not p.diff_ci:
+        return f"{p.mean_diff:+.3f} (too few slices for an interval)"
+    return f"{p.mean_diff:+.3f} ({confidence:.0%} paired interval {p.diff_ci[0]:+.3f} to {p.diff_ci[1]:+.3f})"
+
+
+def sft_text(best: CheckpointRow, sft: CheckpointRow, confidence: float) -> str:
+    """Did RL help beyond imitation? The best checkpoint against the warm start GRPO started from."""
+    says = {"better": "GRPO improved on it", "worse": "GRPO made it worse", "unclear": "no clear change from GRPO"}
+    return (
+        f"Against the SFT warm start that GRPO started from ({fmt(sft.mean)}), step {best.step} differs by "
+        f"{paired_text(best.vs_sft, confidence)}: {says[best.vs_sft_verdict]}."
+    )
+
+
+def voice_text(r: CheckpointRow, base: CheckpointRow, confidence: float) -> str:
+    """What a listener hears from checkpoint ``r``: its voice accuracy with the narration and quote
+    shares, and its paired change against the baseline."""
+    v = r.voice
+    if v.overall is None:
+        return f"{r.name}: no voice accuracy (no readable reference for its slices)."
+    parts = [f"narration by the narrator {pct_share(v.narration)}", f"quotes by the right person {pct_share(v.quotes)}"]
+    text = f"Voice accuracy of {r.name}: {pct_share(v.overall)} of the characters read by the right voice ({', '.join(parts)})"
+    if r.voice_vs_base is not None and base.voice.overall is not None:
+        text += f", against {pct_share(base.voice.overall)} for the baseline: {paired_text(r.voice_vs_base, confidence)}"
+    return text + "."
+
+
+def pct_share(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def voice_notes(rows: list[CheckpointRow]) -> list[str]:
+    """One sentence per checkpoint whose scripts are unusable as an audiobook (:attr:`CheckpointRow.voice_flags`)."""
+    out = []
+    for r in rows:
+        if r.voice_flags:
+            top = ", ".join(f"{name} ({n})" for name, n in r.speakers.top(5))
+            out.append(f"{r.name} {' and '.join(r.voice_flags)}: its most used speakers are {top}. "
+                       "A listener would hear the wrong voices, whatever its judge score.")
+    return out
 
 
 def _headline(rows: list[CheckpointRow], confidence: float, split: str) -> Note:

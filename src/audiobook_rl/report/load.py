@@ -12,6 +12,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..files import read_jsonl, read_parquet_rows
 from ..judging import finite_number
+from ..steps import SFT
 
 
 @dataclass
@@ -36,6 +37,9 @@ class RunData:
     # The same checkpoints on the held-out test slices (split.n_test > 0): ``val_ids``, ``steps`` and
     # ``val_text`` there are the test set's; metrics and labels are this run's, problems shared.
     test: "RunData | None" = None
+    # The supervised warm start on the same slices (sft.epochs > 0), where training started: not a
+    # training step, so not one of ``steps``.
+    sft: StepEval | None = None
 
 
 def read_jsonl_tolerant(path: str | Path, problems: list[str]) -> list[dict]:
@@ -89,21 +93,23 @@ def _keyed(rows: list[dict], path, problems: list[str]) -> dict[str, dict]:
     return out
 
 
-def load_steps(evals: dict[int, tuple[str | Path, str | Path]], problems: list[str]) -> list[StepEval]:
-    """Each evaluated step's outputs and scores, in step order."""
-    steps = []
-    for step in sorted(evals):
-        out_path, score_path = evals[step]
-        steps.append(
-            StepEval(
-                step=step,
-                outputs=_keyed(read_jsonl_tolerant(out_path, problems), out_path, problems),
-                scores=_keyed(read_jsonl_tolerant(score_path, problems), score_path, problems),
-                outputs_path=str(out_path),
-                scores_path=str(score_path),
-            )
-        )
-    return steps
+def load_steps(evals: dict[int | str, tuple[str | Path, str | Path]], problems: list[str]) -> tuple[list[StepEval], StepEval | None]:
+    """Each evaluated training step's outputs and scores, in step order, and those of the warm
+    start (key ``sft``; None when there is none). The warm start is recorded as step 0: the policy
+    before any GRPO update."""
+    steps = [_step_eval(step, *evals[step], problems) for step in sorted(s for s in evals if s != SFT)]
+    sft = _step_eval(0, *evals[SFT], problems) if SFT in evals else None
+    return steps, sft
+
+
+def _step_eval(step: int, out_path, score_path, problems: list[str]) -> StepEval:
+    return StepEval(
+        step=step,
+        outputs=_keyed(read_jsonl_tolerant(out_path, problems), out_path, problems),
+        scores=_keyed(read_jsonl_tolerant(score_path, problems), score_path, problems),
+        outputs_path=str(out_path),
+        scores_path=str(score_path),
+    )
 
 
 def _slice_ids(parquet: str | Path | None, steps: list[StepEval], problems: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -120,22 +126,23 @@ def _slice_ids(parquet: str | Path | None, steps: list[StepEval], problems: list
 def load_run(
     metrics: str | Path,
     labels: str | Path,
-    evals: dict[int, tuple[str | Path, str | Path]],
+    evals: dict[int | str, tuple[str | Path, str | Path]],
     val: str | Path | None = None,
-    test_evals: dict[int, tuple[str | Path, str | Path]] | None = None,
+    test_evals: dict[int | str, tuple[str | Path, str | Path]] | None = None,
     test: str | Path | None = None,
 ) -> RunData:
-    """Read everything: ``evals`` (``test_evals``) maps each evaluated step to its (outputs, scores)
-    paths on the validation (test) slices; ``val`` and ``test`` are the split's parquet files."""
-    if not evals:
+    """Read everything: ``evals`` (``test_evals``) maps each evaluated step (a number, or ``sft``
+    for the warm start) to its (outputs, scores) paths on the validation (test) slices; ``val`` and
+    ``test`` are the split's parquet files."""
+    if not [s for s in evals if s != SFT]:
         raise UserError("report: no evaluated steps were given; config key 'eval.steps' and step 0 name them.")
     problems: list[str] = []
-    steps = load_steps(evals, problems)
+    steps, sft = load_steps(evals, problems)
     label_rows = _keyed(read_jsonl_tolerant(labels, problems), labels, problems)
     val_ids, val_text = _slice_ids(val, steps, problems)
-    run = RunData(read_metrics(metrics, problems), label_rows, val_ids, steps, problems, val_text)
+    run = RunData(read_metrics(metrics, problems), label_rows, val_ids, steps, problems, val_text, sft=sft)
     if test_evals:
-        test_steps = load_steps(test_evals, problems)
+        test_steps, test_sft = load_steps(test_evals, problems)
         test_ids, test_text = _slice_ids(test, test_steps, problems)
-        run.test = RunData(run.metrics, label_rows, test_ids, test_steps, problems, test_text)
+        run.test = RunData(run.metrics, label_rows, test_ids, test_steps, problems, test_text, sft=test_sft)
     return run

@@ -13,7 +13,7 @@ import jinja2
 
 from ..judging import DIMENSIONS
 from . import diagnosis, fonts, judge_checks, plots, provenance
-from .checkpoints import best_row, checkpoint_rows
+from .checkpoints import best_row, checkpoint_rows, sft_row
 from .load import RunData
 from .scripts_view import script_view
 
@@ -23,16 +23,20 @@ TEMPLATE = Path(__file__).with_name("template.html")  # the same file as audiobo
 def _samples(run: RunData, rows, limit: int) -> list[dict]:
     out = []
     best = best_row(rows)
+    # the base policy, the warm start (if any), then the training steps
+    shown = [(s, "base (step 0)" if s.step == 0 else f"step {s.step}", False) for s in run.steps]
+    if run.sft is not None:
+        shown.insert(1, (run.sft, "SFT warm start", True))
     for sid in run.val_ids[:limit] if limit else run.val_ids:
         label = run.labels.get(sid, {})
         cards = []
-        for s in run.steps:
+        for s, name, is_sft in shown:
             output = s.outputs.get(sid)
             score = s.scores.get(sid)
             cards.append(
                 {
-                    "step": s.step,
-                    "is_best": best is not None and best.step == s.step,
+                    "name": name,
+                    "is_best": best is not None and best.step == s.step and not is_sft,
                     "has_output": output is not None,
                     "final": script_view(output.get("final")) if output else None,
                     "draft": script_view(output.get("draft")) if output else None,
@@ -55,6 +59,11 @@ def _samples(run: RunData, rows, limit: int) -> list[dict]:
             }
         )
     return out
+
+
+def with_sft(rows: list, sft) -> list:
+    """The checkpoint rows with the warm start's (if any) right after the base policy's."""
+    return rows[:1] + [sft] + rows[1:] if sft else list(rows)
 
 
 def build_report(
@@ -86,10 +95,14 @@ def build_report(
     test_rows = checkpoint_rows(run.test, settings, chosen_by={r.step: r.mean for r in rows}) if run.test else None
     head_rows = test_rows or rows
     head_run = run.test or run
+    # The warm start GRPO started from (if any), on each split, beside the base policy.
+    sft = sft_row(run, rows, settings)
+    test_sft = sft_row(run.test, test_rows, settings) if run.test else None
+    head_sft = test_sft if test_rows else sft
+    head_best = best_row(head_rows)
     hacking = judge_checks.hacking_checks(head_run, settings) if len(head_run.steps) > 1 else []
     agreement = judge_checks.judge_agreement(head_run, judge_name, judges or {}, settings)
     curves = diagnosis.curves(run.metrics, settings["smoothing_window"])
-    best = best_row(rows)
     made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "test": "split_dataset", "policy": "build_policy"}
     files = [
         provenance.file_record(path, made_by.get(name) or ("generate" if "outputs" in name else "judge_agreement" if name.startswith("judge ") else "judge"))
@@ -98,12 +111,18 @@ def build_report(
     ref_segments = [len(l.get("script", [])) for sid, l in run.labels.items() if sid in set(run.val_ids)]
     context = {
         "title": settings["title"],
-        "headline": diagnosis.headline(head_rows, settings["confidence"], held_out=test_rows is not None),
+        "headline": diagnosis.headline(head_rows, settings["confidence"], held_out=test_rows is not None, sft=head_sft),
+        "voice_line": diagnosis.voice_text(head_best, head_rows[0], settings["confidence"]) if head_best else None,
         "rows": rows,
+        # the checkpoint tables list the warm start right after the base policy
+        "table_rows": with_sft(rows, sft),
+        "sft": sft,
+        "head_sft": head_sft,
         "test_rows": test_rows,
-        "paired_rows": list(zip(rows, test_rows or [None] * len(rows))),
+        "paired_rows": list(zip(with_sft(rows, sft), with_sft(test_rows, test_sft) if test_rows else [None] * (len(rows) + bool(sft)))),
+        "sft_pairs": list(zip(rows[1:], (test_rows or [None] * len(rows))[1:])) if sft else [],
         "head_split": "held-out test" if test_rows else "validation",
-        "best": best_row(head_rows),
+        "best": head_best,
         "base": head_rows[0],
         "dims": DIMENSIONS,
         "short_dims": {"format": "format", "completeness": "complete", "speaker": "speaker", "emotion": "emotion", "segmentation": "segment."},
@@ -114,7 +133,8 @@ def build_report(
         "curves_svg": plots.curves_svg(curves, [r.step for r in rows], settings["smoothing_window"]),
         "checkpoints_svg": plots.checkpoints_svg(rows, settings["confidence"]),
         "overfit": diagnosis.overfitting_note(curves, rows, settings),
-        "collapse": diagnosis.training_collapse_notes(run.metrics, train) + diagnosis.collapse_notes(rows),
+        "collapse": diagnosis.training_collapse_notes(run.metrics, train) + diagnosis.collapse_notes(rows)
+        + diagnosis.voice_notes(with_sft(rows, sft)),
         "warnings": diagnosis.noise_warnings(head_rows, settings, "test" if test_rows else "validation")
         + diagnosis.coverage_warnings(rows)
         + (diagnosis.coverage_warnings(test_rows, "test") if test_rows else []),
