@@ -89,3 +89,16 @@ def test_both_calls_of_an_episode_share_the_group_and_advantage():
     std = math.sqrt((2 * 0.25 + 2 * 0.25) / 7)
     assert rows[0].advantage == rows[1].advantage == pytest.approx(0.5 / (std + 1e-6))
     assert rows[2].advantage == rows[3].advantage == pytest.approx(-0.5 / (std + 1e-6))
+
+
+def test_kl_to_the_start_policy_is_verls_low_var_kl():
+    from verl.trainer.ppo.core_algos import kl_penalty_forward
+
+    from audiobook_rl.training.grpo import kl_low_var
+
+    torch.manual_seed(0)
+    logp, ref = -torch.rand(4, 9) * 5, -torch.rand(4, 9) * 5
+    ref[0, 0] = logp[0, 0] - 30  # far apart: both clamp
+    assert torch.allclose(kl_low_var(logp, ref), kl_penalty_forward(logp, ref, "low_var_kl"))
+    assert torch.equal(kl_low_var(logp, logp), torch.zeros_like(logp))  # no distance to itself
+    assert (kl_low_var(logp, ref) >= 0).all()

@@ -71,6 +71,14 @@ def test_seed_config_passes_verl_validation_with_the_seed_settings(seed_cfg):
     assert cfg.agentlightning.trace_aggregator.level == "transition"
 
 
+def test_a_kl_loss_to_the_start_policy_builds_verls_reference_policy(tmp_path):
+    cfg = check_verl_config(build(train(kl_coef=0.02), tmp_path))
+    actor = cfg.actor_rollout_ref.actor
+    assert (actor.use_kl_loss, actor.kl_loss_coef, actor.kl_loss_type) == (True, 0.02, "low_var_kl")
+    assert cfg.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu == SEED_TRAIN["verl"]["log_prob_micro_batch_size_per_gpu"]
+    assert cfg.algorithm.use_kl_in_reward is False  # a loss term, never a reward penalty
+
+
 def test_two_nodes_of_eight_gpus_compose_and_validate(tmp_path):
     t = train(nnodes=2, gpus_per_node=8, train_batch_size=16)
     cfg = check_verl_config(build(t, tmp_path))

@@ -122,6 +122,11 @@ class VoiceAccuracy:
             self.quote_total + other.quote_total,
         )
 
+    def metrics(self, prefix: str) -> dict:
+        """Metrics-row fields: ``{prefix}_voice`` and its ``_narration`` and ``_quotes`` shares."""
+        return {f"{prefix}_voice": self.overall, f"{prefix}_voice_narration": self.narration,
+                f"{prefix}_voice_quotes": self.quotes}
+
     def reason(self) -> str:
         """One phrase for the judge's reasons."""
         parts = [f"{self.right}/{self.total} characters read by the right voice"]
@@ -154,6 +159,15 @@ def voice_accuracy(reference, candidate, aliases: dict[str, str] | None = None, 
     segments = parsed.segments if parsed.status != "invalid" else []
     text = excerpt if excerpt is not None else "".join(s.content for s in reference)
     return aligned_voices(align(reference, segments), Voices.of(text, reference, aliases, names))
+
+
+def task_voices(finals: list[str], tasks) -> VoiceAccuracy:
+    """Voice accuracy of raw final scripts, pooled over their tasks (each with ``reference``,
+    ``aliases`` and ``text``, as :class:`audiobook_rl.dataset.Task`)."""
+    total = VoiceAccuracy()
+    for final, task in zip(finals, tasks):
+        total += voice_accuracy(task.reference, final, task.aliases, task.text)
+    return total
 
 
 def as_segments(script) -> list[Segment]:

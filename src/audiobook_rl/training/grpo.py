@@ -5,7 +5,9 @@
   ``norm_adv_by_std_in_grpo=True`` (a group of one keeps its reward, as there);
 - loss: vanilla PPO clip with asymmetric bounds ``[1 - clip_low, 1 + clip_high]``, the dual-clip
   bound ``clip_ratio_c`` for negative advantages, aggregated as the mean over all response tokens
-  (``loss_agg_mode="token-mean"``); no KL term, no entropy bonus.
+  (``loss_agg_mode="token-mean"``); no entropy bonus. The seed has no KL term; ``train.kl_coef`` > 0
+  adds verl's KL loss to the policy GRPO started from (``use_kl_loss`` with ``kl_loss_type:
+  low_var_kl``: :func:`kl_low_var`, the same token-mean).
 """
 
 from __future__ import annotations
@@ -66,3 +68,11 @@ def ppo_clip_loss(
             "ratio_mean": float((ratio * mask).sum() / n),
         }
     return loss, stats
+
+
+def kl_low_var(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token KL estimate to the reference policy, verl's ``low_var_kl`` (k3, Schulman 2020):
+    ``exp(ref - logp) - (ref - logp) - 1``, clamped as verl clamps it. Non-negative, and unbiased for
+    KL(π ‖ π_ref) on tokens sampled from π."""
+    kl = torch.clamp(ref_logp - logp, min=-20.0, max=20.0)
+    return torch.clamp(torch.exp(kl) - kl - 1.0, min=-10.0, max=10.0)

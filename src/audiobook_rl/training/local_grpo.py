@@ -9,7 +9,8 @@ Per step (read top to bottom, as in CleanRL):
    task (both calls of all ``n`` episodes, as Agent Lightning's transition rows are grouped by
    ``data_id`` in verl) and get the GRPO advantage (r − mean) / (std + 1e-6);
 3. the log-probs of the rollout policy are computed once; then, per mini-batch, one optimizer step
-   on the token-mean PPO-clip loss (clip 0.2 / 0.3, dual clip 3, no KL);
+   on the token-mean PPO-clip loss (clip 0.2 / 0.3, dual clip 3; no KL in the seed, or
+   ``train.kl_coef`` × the KL to the policy training started from);
 4. every ``test_freq`` steps: greedy validation on the validation set; checkpoints every
    ``save_freq`` steps, at the last step and at each new best validation reward (the best step is
    :func:`audiobook_rl.steps.best_step`: a trained step, never the base policy).
@@ -39,6 +40,7 @@ from ..dataset import Task
 from ..errors import UserError
 from ..files import write_json
 from ..judging.diversity import diversity
+from ..judging.voice import task_voices
 from ..policy.logprobs import pack, precision, token_logprobs
 from ..policy.model import load_policy
 from ..script import parse_script
@@ -46,7 +48,7 @@ from ..steps import best_step
 from . import TrainingJob
 from . import checkpoints as ckpt
 from .collapse import ADVICE, collapse
-from .grpo import group_advantages, ppo_clip_loss
+from .grpo import group_advantages, kl_low_var, ppo_clip_loss
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +84,14 @@ def episode_rows(episodes, groups: list[str], rewards: list[float | None]) -> li
     return rows
 
 
-def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Random, pad_id: int) -> dict:
-    """One pass over ``rows``: old log-probs, then one optimizer step per mini-batch. Returns means."""
+def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Random, pad_id: int, reference=None) -> dict:
+    """One pass over ``rows``: old log-probs, then one optimizer step per mini-batch. Returns means.
+    ``reference`` (the frozen start policy) adds ``settings['kl_coef']`` × its token-mean KL."""
     device = model.device
     temperature = settings["rollout"]["temperature"]
     micro = settings["micro_batch_size"]
     rows = [r for r in rows if r.response_ids]
-    stats = {"loss": [], "clip_frac": [], "dual_clip_frac": [], "ratio_mean": [], "grad_norm": [], "skipped_updates": []}
+    stats = {"loss": [], "kl": [], "clip_frac": [], "dual_clip_frac": [], "ratio_mean": [], "grad_norm": [], "skipped_updates": []}
     if not rows:  # every group was dropped: nothing to update on
         return {**dict.fromkeys(stats, 0.0), "trained_tokens": 0}
     order = list(range(len(rows)))
@@ -106,13 +109,14 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
     # log π_old: the policy that sampled the rollouts (identical to the current one before any update).
     with torch.no_grad(), precision(device):
         old = [[token_logprobs(model, b, temperature) for b in mini] for mini in batches]
+        ref = [[token_logprobs(reference, b, temperature) for b in mini] for mini in batches] if reference is not None else None
 
     model.train()
-    for mini, mini_batches, mini_old in zip(minis, batches, old):
+    for m, (mini, mini_batches, mini_old) in enumerate(zip(minis, batches, old)):
         optimizer.zero_grad(set_to_none=True)
         tokens = sum(float(b["mask"].sum()) for b in mini_batches)
-        total, parts = 0.0, {"clip_frac": 0.0, "dual_clip_frac": 0.0, "ratio_mean": 0.0}
-        for part, batch, old_logp in zip(mini, mini_batches, mini_old):
+        total, parts = 0.0, {"kl": 0.0, "clip_frac": 0.0, "dual_clip_frac": 0.0, "ratio_mean": 0.0}
+        for j, (part, batch, old_logp) in enumerate(zip(mini, mini_batches, mini_old)):
             with precision(device):
                 logp = token_logprobs(model, batch, temperature)
             adv = torch.tensor([r.advantage for r in part], dtype=torch.float32, device=device)
@@ -120,6 +124,12 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
                 logp, old_logp, adv, batch["mask"],
                 clip_low=settings["clip_ratio_low"], clip_high=settings["clip_ratio_high"], clip_c=settings["clip_ratio_c"],
             )
+            part_stats["kl"] = 0.0
+            if ref is not None:
+                # verl's use_kl_loss: the token-mean KL to the start policy, weighted by kl_coef
+                kl = (kl_low_var(logp, ref[m][j]) * batch["mask"]).sum() / batch["mask"].sum().clamp(min=1.0)
+                loss = loss + settings["kl_coef"] * kl
+                part_stats["kl"] = kl.item()
             # Token-mean over the whole mini-batch: weight each micro-batch by its share of tokens.
             share = float(batch["mask"].sum()) / tokens
             (loss * share).backward()
@@ -158,6 +168,7 @@ def validate(client, tasks, prompts, judge, settings) -> dict:
         "val_reward": statistics.fmean(rewards) if rewards else 0.0,
         "val_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
         "val_judge_failures": sum(e.reward is None for e in episodes),
+        **task_voices([e.final for e in episodes], tasks).metrics("val"),
         **diversity([e.final for e in episodes], [t.text for t in tasks]).metrics("val"),
     }
 
@@ -173,6 +184,10 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
     if start:
         optimizer.load_state_dict(ckpt.load_state(root, start, device)["optimizer"])
         log.info("resuming from %s/step_%d", root, start)
+    reference = None
+    if settings["kl_coef"] > 0:  # the policy training started from, frozen (also after a resume)
+        reference, _ = load_policy(base_dir, device)
+        reference.eval().requires_grad_(False)
     client = HFChat(model, tokenizer, batch_size=settings["generate_batch_size"])
     train_tasks = [Task.from_row(r) for r in train_rows]
     val_tasks = [Task.from_row(r) for r in val_rows]
@@ -212,7 +227,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
 
         # 3. PPO-clip update
         t1 = time.monotonic()
-        stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id)
+        stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id, reference)
         update_seconds = time.monotonic() - t1
 
         # The metrics are the judge's rewards (a permutation moves neither their mean nor their spread).
@@ -227,7 +242,9 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
             "train_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
             "draft_json_valid": statistics.fmean(parse_script(e.draft).ok for e in episodes),
             **diversity([e.final for e in episodes], [t.text for t in group], [t.id for t in group]).metrics("train"),
+            **task_voices([e.final for e in episodes], group).metrics("train"),
             "loss": stats["loss"],
+            "kl": stats["kl"],
             "clip_frac": stats["clip_frac"],
             "dual_clip_frac": stats["dual_clip_frac"],
             "ratio_mean": stats["ratio_mean"],

@@ -38,7 +38,8 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
     return {
         "algorithm": {
             "adv_estimator": ESTIMATOR,
-            # GRPO as in the seed: group-normalised advantages, no KL anywhere (no reference model).
+            # GRPO as in the seed: group-normalised advantages, no KL in the reward; a KL loss to
+            # the start policy (a reference model) only when train.kl_coef > 0.
             "norm_adv_by_std_in_grpo": True,
             "use_kl_in_reward": False,
         },
@@ -61,8 +62,9 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
                 "ppo_mini_batch_size": ppo_mini_batch_size(train),
                 "ppo_micro_batch_size_per_gpu": train["micro_batch_size"],
                 "grad_clip": train["grad_clip"],
-                "use_kl_loss": False,
-                "kl_loss_coef": 0.0,
+                "use_kl_loss": train["kl_coef"] > 0,
+                "kl_loss_coef": train["kl_coef"],
+                "kl_loss_type": "low_var_kl",
                 "entropy_coeff": 0.0,
                 "clip_ratio_low": train["clip_ratio_low"],
                 "clip_ratio_high": train["clip_ratio_high"],
@@ -72,6 +74,11 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
                     "param_offload": v["param_offload"],
                     "optimizer_offload": v["optimizer_offload"],
                 },
+            },
+            # The reference policy of the KL loss (built only when use_kl_loss is on).
+            "ref": {
+                "log_prob_micro_batch_size_per_gpu": v["log_prob_micro_batch_size_per_gpu"],
+                "fsdp_config": {"param_offload": v["param_offload"]},
             },
             "rollout": {
                 "name": ENGINE,
