@@ -147,7 +147,7 @@ def warm_start_policy(policy_dir: str | Path, tasks, prompts, settings: dict, ou
 
 def _saved_dtype(model) -> torch.dtype:
     """The precision the policy's files hold (a bf16 checkpoint stays bf16; load_policy computes in fp32)."""
-    dtype = getattr(model.config, "torch_dtype", None) or getattr(model.config, "dtype", None)
+    dtype = getattr(model.config, "dtype", None)  # transformers 4.56 still answers torch_dtype, with a warning
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype, None)
     return dtype if isinstance(dtype, torch.dtype) else torch.float32
