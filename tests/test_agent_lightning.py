@@ -3,6 +3,7 @@ loopback OpenAI-compatible server: two calls per rollout, the draft reaches rewr
 reward is the judge's score, validation decodes greedily."""
 
 import asyncio
+import json
 
 import agentlightning as agl
 import pytest
@@ -147,7 +148,11 @@ def test_a_call_longer_than_the_policy_servers_context_is_skipped_not_sent(tmp_p
     tokenizer = train_tokenizer([SOURCE, REFERENCE_JSON] * 4, vocab_size=400)
     row = _row(tmp_path)
     create_tokens = len(prompt_ids(tokenizer, _prompts().create_messages(SOURCE)))
-    with _reference_server() as server:
+    # a long draft, so that the rewrite call (which carries it) is longer than the create call
+    draft = json.dumps(REFERENCE * 8, ensure_ascii=False)
+    assert len(prompt_ids(tokenizer, _prompts().rewrite_messages(SOURCE, draft))) > create_tokens + 64
+    long_draft = Loopback(lambda kind, body, n: Reply(body={**chat_completion(draft), "id": f"chatcmpl-{n}"}))
+    with long_draft as server:
         llm = agl.LLM(endpoint=server.url + "/v1", model="policy")
         # the create call itself would not fit: nothing is sent
         agent = make_agent(_prompts(), make_judge(), max_tokens=64,

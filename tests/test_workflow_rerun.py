@@ -164,8 +164,11 @@ def test_a_finished_run_has_nothing_left_to_do(run):
         ({"eval": {"steps": [1, 2]}}, {"export_checkpoint", "generate", "judge", "report"}),
         ({"judge": {"weights": {"format": 0.4, "completeness": 0.3, "speaker": 0.1, "emotion": 0.1, "segmentation": 0.1}}}, {"judge", "report"}),
         ({"report": {"title": "another title"}}, {"report"}),
+        # the warm start switched on: its own stage, then training starts from it
+        ({"sft": {"epochs": 1}}, {"sft_policy"} | FROM_TRAINING),
     ],
-    ids=["slicing", "labeling", "split-seed", "training", "resources", "client-knobs", "eval-steps", "judge-weights", "report"],
+    ids=["slicing", "labeling", "split-seed", "training", "resources", "client-knobs", "eval-steps", "judge-weights", "report",
+         "sft-on"],
 )
 def test_a_config_edit_reruns_exactly_its_stages(run, changes, expected):
     assert plan(run, **changes) == expected
@@ -189,6 +192,25 @@ def test_a_real_rerun_runs_only_those_stages(run, tmp_path, changes, expected, u
     proc = snakemake(copy, "--cores", "2", "--configfile", str(write(copy, merged(**changes))), env=DUMMY_KEYS)
     assert ran_rules(proc) == expected
     assert {path: (copy / path).stat().st_mtime_ns for path in untouched} == before
+
+
+def test_the_sft_warm_start_runs_between_the_split_and_training_and_is_evaluated_like_a_checkpoint(run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    proc = snakemake(copy, "--cores", "2", "--configfile", str(write(copy, merged(sft={"epochs": 1, "batch_size": 4}))),
+                     env=DUMMY_KEYS)
+    assert ran_rules(proc) == {"sft_policy"} | FROM_TRAINING
+    results = copy / "results"
+    summary = json.loads((results / "models/step_sft/sft.json").read_text())
+    assert summary["examples"] == 32 and summary["steps"] == 8  # 16 references x 2 roles, one epoch of 4
+    for split in ("", "test/"):
+        outputs = read_jsonl(results / f"eval/{split}step_sft/outputs.jsonl")
+        assert outputs and all(o["step"] == "sft" for o in outputs)
+        assert len(read_jsonl(results / f"eval/{split}step_sft/scores.jsonl")) == len(outputs)
+    html = (results / "report.html").read_text(encoding="utf-8")
+    assert "SFT warm start" in html and 'id="sft-table"' in html and "Against the SFT warm start" in html
+    # Switched off again, training starts from step_0 again: training and what follows rerun, not the warm start.
+    assert planned_rules(copy, configfile=write(copy, merged())) == FROM_TRAINING
 
 
 def test_a_new_evaluated_step_adds_only_its_own_jobs(run):
