@@ -5,9 +5,11 @@
    file, the bundled story is rule-labeled here) against damaged copies of them: the copy itself,
    a dropped segment, a line of dialogue given to the narrator, every quote given to another
    character, flattened tones, all segments merged, the first half only, broken JSON, the script
-   wrapped in prose and a code fence, a stub (a speech tag and one invented line) and the same
-   output for every input (another excerpt's script). Prints the mean score of each and checks
-   that every damaged copy scores below the copy.
+   wrapped in prose and a code fence, a stub (a speech tag and one invented line), the same
+   output for every input (another excerpt's script), and the voice hacks: everything in one
+   character's voice, every speaker a speech tag, every speaker a fragment of the text, the
+   narration read by characters (quotes right). Prints the mean score of each and checks that
+   every damaged copy scores below the copy.
 2. LLM judge wall time vs the ideal ⌈n/concurrency⌉ × latency against a loopback chat-completions
    server with injected latency, for the glm (zhipuai SDK) and openai backends.
 
@@ -29,14 +31,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from loopback.damage import (  # noqa: E402
     break_json,
+    characters_read_narration,
     drop_segment,
     dumps,
     flatten_tones,
     half_text,
     merge_all,
+    one_voice,
+    speech_tags,
     story_cases,
     stub,
     swap_speaker,
+    text_fragments,
     wrong_speakers,
 )
 from loopback.remote import Remote  # noqa: E402
@@ -58,6 +64,7 @@ def references(path: Path) -> tuple[list[dict], str]:
 NAMES = [
     "copy", "drop", "swap speaker", "wrong speakers", "flatten tones", "merge all", "half text",
     "broken JSON", "prose+fence", "stub", "same output for every input",
+    "one character's voice", "speech tags as speakers", "text fragments as speakers", "characters read narration",
 ]
 
 
@@ -77,6 +84,10 @@ def candidates(ref: dict, other: dict) -> list[str]:
         f"好的，下面是脚本：\n```json\n{text}\n```\n希望有帮助。",
         dumps(stub(script)),
         dumps(other["script"]),
+        dumps(one_voice(script, ref.get("aliases"))),
+        dumps(speech_tags(script)),
+        dumps(text_fragments(script)),
+        dumps(characters_read_narration(script, ref.get("aliases"))),
     ]
 
 
