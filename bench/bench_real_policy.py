@@ -1,7 +1,7 @@
 """One GPU, a real pretrained policy: the local GRPO backend against TRL's GRPOTrainer.
 
     python bench/bench_real_policy.py --model models/qwen2.5-coder-0.5b-instruct \\
-        [--novel ../shared/data/shuihuzhuan.txt] [--steps 20] [--seeds 1 2 3] [--trl-steps 4] [--out bench.json]
+        [--novel NOVEL.txt] [--steps 20] [--seeds 1 2 3] [--trl-steps 4] [--out bench.json]
 
 Data: ``--n-train`` (16) training and ``--n-val`` (24) held-out excerpts of the novel, cut by the
 project's slicer and labelled by the rule labeler; disjoint by construction. Settings: those of
@@ -45,7 +45,7 @@ from audiobook_rl.training import checkpoints as ckpt
 from audiobook_rl.training.local_grpo import train_local
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_NOVEL = REPO.parent / "shared" / "data" / "shuihuzhuan.txt"
+DEFAULT_NOVEL = REPO / "corpus" / "story.txt"  # the README's figures: --novel 水浒传 (see its "Data" note)
 
 
 def build_rows(novel: Path, n_train: int, n_val: int, seed: int) -> dict[str, list[dict]]:

@@ -1,7 +1,7 @@
 """What a listener hears from a real pretrained policy on one GPU: its voices under each way of
 teaching the script's convention, then GRPO from the SFT warm start, measured against that warm start.
 
-    python bench/bench_voices.py --model models/qwen2.5-coder-0.5b-instruct --novel path/to/novel.txt \\
+    python bench/bench_voices.py --model models/qwen2.5-coder-0.5b-instruct [--novel NOVEL.txt] \\
         [--steps 40] [--seeds 1 2 3] [--arms grpo kl] [--parallel 3] [--out bench-voices]
 
 Data: excerpts of the novel cut by the project's slicer and labelled by the rule labeler with the
@@ -256,7 +256,8 @@ def run_grpo(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True, help="the pretrained policy (an HF directory)")
-    parser.add_argument("--novel", type=Path, required=True, help="a novel .txt (UTF-8 or GB18030)")
+    parser.add_argument("--novel", type=Path, default=REPO / "corpus" / "story.txt",
+                        help="a novel .txt (default: the bundled story; the README's figures: 水浒传)")
     parser.add_argument("--n-train", type=int, default=16)
     parser.add_argument("--n-test", type=int, default=24)
     parser.add_argument("--data-seed", type=int, default=11)

@@ -1,9 +1,9 @@
-"""The report carries the glyphs of its own Chinese (a subset of Noto Sans CJK SC, inlined as
-WOFF2), so it reads on a machine without CJK fonts; without such a font at build time it keeps the
-viewer's fonts and its log says so.
+"""The report carries the glyphs of its own Chinese (a subset of Noto Sans SC from the
+``pylopdf-fonts-zh-cn`` package, inlined as WOFF2), so it reads on a machine without CJK fonts;
+without such a font at build time it keeps the viewer's fonts and its log says so.
 
-The font is required, not optional: CI installs it (Debian's fonts-noto-cjk); without it this test
-fails with that instruction instead of being skipped.
+The font is a dependency of the package, so every installation has it; without it this test fails
+with the instruction instead of being skipped.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ FACE = re.compile(r'@font-face \{ font-family: "audiobook-rl CJK"; unicode-range
 def system_font():
     found = fonts.find_font()
     if found is None:
-        pytest.fail(f"no Noto Sans CJK SC on this machine; the report's font test needs it: {fonts.INSTALL}")
+        pytest.fail(f"no CJK font on this machine; the report's font test needs one: {fonts.INSTALL}")
     return found
 
 
@@ -58,6 +58,16 @@ def test_the_report_carries_a_glyph_for_each_chinese_character_it_shows(system_f
     assert "SIL Open Font License" in (font["name"].getDebugName(13) or "")
 
 
+def test_the_font_comes_with_the_package_so_every_machine_builds_the_same_page():
+    # A dependency of the pipeline, found first whatever the machine has installed.
+    from fontTools.ttLib import TTFont as Font
+
+    path, index = fonts.find_font()
+    assert path == fonts.packaged_font() and index == 0
+    name = Font(str(path), lazy=True)["name"]
+    assert name.getDebugName(1) == "Noto Sans SC" and "SIL Open Font License" in (name.getDebugName(13) or "")
+
+
 def test_a_rebuilt_report_is_byte_identical(system_font, tmp_path):
     first = build(tmp_path)
     fonts._subset.cache_clear()  # subset the font again, as a new process would
@@ -67,11 +77,12 @@ def test_a_rebuilt_report_is_byte_identical(system_font, tmp_path):
 def test_without_a_cjk_font_the_page_keeps_the_viewers_fonts_and_the_log_says_so(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("FONTCONFIG_FILE", report_browser.without_cjk_fonts(tmp_path / "fc")["FONTCONFIG_FILE"])
     monkeypatch.setattr(fonts, "KNOWN_PATHS", ())
+    monkeypatch.setattr(fonts, "PACKAGED", ("no_such_font_package", "NotoSansSC-Regular.otf"))
     assert fonts.find_font() is None
     with caplog.at_level(logging.WARNING, logger="audiobook_rl.report.fonts"):
         html = build(tmp_path)
     assert "@font-face" not in html and '"Noto Sans CJK SC"' in html  # the font stack, as before
-    assert "no Noto Sans CJK SC found (install Noto Sans CJK (Debian/Ubuntu: apt-get install fonts-noto-cjk))" in caplog.text
+    assert f"no CJK font found ({fonts.INSTALL})" in caplog.text and "pip install pylopdf-fonts-zh-cn" in caplog.text
 
 
 def test_a_font_that_cannot_be_written_as_woff2_leaves_the_viewers_fonts(system_font, tmp_path, monkeypatch, caplog):
@@ -85,4 +96,4 @@ def test_a_font_that_cannot_be_written_as_woff2_leaves_the_viewers_fonts(system_
         html = build(tmp_path)
     fonts._subset.cache_clear()
     assert "@font-face" not in html and '"Noto Sans CJK SC"' in html
-    assert "could not embed Noto Sans CJK SC" in caplog.text
+    assert f"could not embed {fonts.find_font()[0]}" in caplog.text

@@ -7,7 +7,12 @@ Used by tests/test_report_browser.py; also a command for looking at a real repor
 ``--no-cjk-fonts`` shows the page as a machine without any CJK font would: Chromium gets a
 fontconfig that sees this machine's fonts except those covering Chinese.
 
-Chromium comes from Debian's packages (``apt-get install -y chromium``). With
+Chromium comes from the system's packages; the README's test command first runs
+
+    python tests/helpers/browser.py --install
+
+which does nothing where Chromium is found, installs it on Debian (``apt-get update``, then
+``apt-get install -y chromium``) when run as root, and otherwise stops with the command to run. With
 ``--enable-logging=stderr`` every console message of the page is printed as a ``CONSOLE`` line;
 the report has no scripts, so any such line is a failure.
 """
@@ -29,6 +34,30 @@ _CONSOLE = re.compile(r":CONSOLE[:(].*")
 def chromium() -> str | None:
     """Path of the Chromium binary ($CHROMIUM, else chromium or chromium-browser on PATH)."""
     return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def install() -> str:
+    """The Chromium binary, installed from the system's packages first if it is missing (apt-get,
+    as root); one sentence (SystemExit) when that cannot be done here."""
+    found = chromium()
+    if found:
+        return found
+    how = f"install it as root with: {INSTALL} (or set CHROMIUM to a Chromium binary)"
+    if shutil.which("apt-get") is None:
+        raise SystemExit(f"chromium is not installed and this machine has no apt-get; the report's browser test needs it: "
+                         f"install Chromium with the system's package manager, or set CHROMIUM to its binary.")
+    if os.geteuid() != 0:
+        raise SystemExit(f"chromium is not installed and installing it needs root; the report's browser test needs it: {how}.")
+    print(f"chromium is not installed; installing it: {INSTALL}", flush=True)
+    quiet = {"stdout": subprocess.DEVNULL, "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}}
+    if subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode != 0:
+        raise SystemExit(f"apt-get update failed (is the package archive reachable?); the report's browser test needs chromium: {how}.")
+    if subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], **quiet).returncode != 0:
+        raise SystemExit(f"apt-get could not install chromium; the report's browser test needs it: {how}.")
+    found = chromium()
+    if not found:
+        raise SystemExit("apt-get installed chromium but no chromium binary is on PATH; set CHROMIUM to it.")
+    return found
 
 
 def without_cjk_fonts(folder: Path) -> dict[str, str]:
@@ -75,9 +104,12 @@ def open_page(
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--install"]:
+        print(f"chromium: {install()}")
+        sys.exit(0)
     args = [a for a in sys.argv[1:] if a != "--no-cjk-fonts"]
     if len(args) != 2:
-        sys.exit("usage: python tests/helpers/browser.py REPORT.html SCREENSHOT.png [--no-cjk-fonts]")
+        sys.exit("usage: python tests/helpers/browser.py REPORT.html SCREENSHOT.png [--no-cjk-fonts] | --install")
     messages = open_page(*args, height=int(os.environ.get("HEIGHT", "2400")), cjk_fonts="--no-cjk-fonts" not in sys.argv)
     print("\n".join(messages) or "no console messages")
     sys.exit(1 if messages else 0)

@@ -1,16 +1,19 @@
 """The report's Chinese in a font of its own, so that it reads on a machine without CJK fonts.
 
-When the report is built, Noto Sans CJK SC (SIL Open Font License) is looked up on this machine:
-fontconfig's match for the name, else where font packages install it (Debian and Ubuntu:
+When the report is built, Noto Sans SC (SIL Open Font License) is taken from the Python package
+``pylopdf-fonts-zh-cn``, a dependency of this one, so every installation has it and every machine
+builds the same page; where that package is missing, Noto Sans CJK SC is looked up on this machine
+(fontconfig's match for the name, else where font packages install it; Debian and Ubuntu:
 ``fonts-noto-cjk``). The glyphs of the characters the page uses are cut out of it with fontTools
-and inlined as WOFF2 in an ``@font-face`` rule (tens to a few hundred KB instead of 19 MB). Without
-such a font the page keeps the viewer's own fonts, and the report's log says so.
+and inlined as WOFF2 in an ``@font-face`` rule (tens to a few hundred KB instead of 8 MB). Without
+any such font the page keeps the viewer's own fonts, and the report's log says so.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import importlib.util
 import io
 import logging
 import shutil
@@ -20,7 +23,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 FAMILY = "audiobook-rl CJK"  # first in the page's font stacks (template.html)
-NAME = "Noto Sans CJK SC"
+PACKAGED = ("pylopdf_fonts_zh_cn", "NotoSansSC-Regular.otf")  # (module, file beside it): Noto Sans SC
+NAME = "Noto Sans CJK SC"  # the system font looked for when the packaged one is missing
 KNOWN_PATHS = (
     "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",  # Debian, Ubuntu: fonts-noto-cjk
     "/usr/share/fonts/google-noto-cjk/NotoSansCJK-Regular.ttc",  # Fedora: google-noto-sans-cjk-fonts
@@ -28,13 +32,16 @@ KNOWN_PATHS = (
     "~/Library/Fonts/NotoSansCJK-Regular.ttc",  # macOS (Homebrew's font-noto-sans-cjk)
     "/Library/Fonts/NotoSansCJK-Regular.ttc",
 )
-INSTALL = "install Noto Sans CJK (Debian/Ubuntu: apt-get install fonts-noto-cjk)"
+INSTALL = "pip install pylopdf-fonts-zh-cn (a dependency of this package), or install Noto Sans CJK (Debian/Ubuntu: apt-get install fonts-noto-cjk)"
 # The font's copyright and license stay in the subset, as the Open Font License asks.
 _NAME_IDS = [0, 1, 2, 3, 4, 5, 6, 13, 14]
 
 
 def find_font() -> tuple[Path, int] | None:
-    """(file, face index) of Noto Sans CJK SC on this machine, or None."""
+    """(file, face index) of the packaged Noto Sans SC, else of Noto Sans CJK SC on this machine, or None."""
+    packaged = packaged_font()
+    if packaged is not None:
+        return packaged, 0
     if shutil.which("fc-match"):
         done = subprocess.run(["fc-match", "-f", "%{file}\n%{index}\n%{family}", NAME], capture_output=True, text=True)
         file, index, family = (done.stdout.split("\n") + ["", "", ""])[:3]
@@ -47,6 +54,16 @@ def find_font() -> tuple[Path, int] | None:
             if index is not None:
                 return path, index
     return None
+
+
+def packaged_font() -> Path | None:
+    """The font file of the ``pylopdf-fonts-zh-cn`` package (found without importing it), or None."""
+    module, name = PACKAGED
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        return None
+    path = Path(spec.origin).parent / name
+    return path if path.is_file() else None
 
 
 def _face_index(path: Path) -> int | None:
@@ -64,16 +81,16 @@ def font_face(page: str) -> str:
     ``page``, or "" when no CJK font is found (logged)."""
     found = find_font()
     if found is None:
-        log.warning("no %s found (%s): the report's Chinese shows only where the viewer has a CJK font", NAME, INSTALL)
+        log.warning("no CJK font found (%s): the report's Chinese shows only where the viewer has a CJK font", INSTALL)
         return ""
     path, index = found
     chars = frozenset(ord(ch) for ch in page if ord(ch) > 0x7F)
     try:
         woff2, covered = _subset(str(path), index, path.stat().st_mtime_ns, chars)
     except (ImportError, OSError) as err:  # no Brotli to write WOFF2 with, an unreadable font file
-        log.warning("could not embed %s (%s): the report's Chinese shows only where the viewer has a CJK font", NAME, err)
+        log.warning("could not embed %s (%s): the report's Chinese shows only where the viewer has a CJK font", path, err)
         return ""
-    log.info("embedded %d glyphs of %s (%s) in the report: %d KB of WOFF2", len(covered), NAME, path, len(woff2) // 1024)
+    log.info("embedded %d glyphs of %s in the report: %d KB of WOFF2", len(covered), path, len(woff2) // 1024)
     data = base64.b64encode(woff2).decode("ascii")
     # unicode-range: the browser takes this face only for these characters, and the line metrics
     # from the next family, so the page lays out as it does with the viewer's own CJK font.
