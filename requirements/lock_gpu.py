@@ -47,13 +47,14 @@ PYTHONS = ("3.11.0", "3.11.99")
 # The workflow engine is no part of the GPU stack: snakemake takes the newest release in pyproject.toml's
 # range (profiles/default/profile.yaml needs >= 9.19, out in 2026-03), with the three of its requirements
 # it needs newer than STACK_DATE.
-ENGINE = ("snakemake", "snakemake-interface-storage-plugins", "sqlmodel", "tenacity")
+# The report's CJK font package (data only, released after STACK_DATE) is no part of it either.
+ENGINE = ("snakemake", "snakemake-interface-storage-plugins", "sqlmodel", "tenacity", "pylopdf-fonts-zh-cn")
 HEADER = f"""\
 # The seed experiment's GPU environment, every package pinned, for Linux x86_64, Python 3.11 and CUDA 12.8:
 # torch 2.8.0's Linux x86_64 wheels on the package index are CUDA 12.8 builds, and the CUDA libraries they
 # load are the nvidia-*-cu12 pins below (an NVIDIA driver for CUDA 12.8 is needed).
 # Written by requirements/lock_gpu.py from requirements/gpu.txt and pyproject.toml's dependencies: the exact
-# pins of gpu.txt as written, snakemake (the workflow engine) at its newest, every other package as released
+# pins of gpu.txt as written, snakemake (the workflow engine) and the report's font at their newest, every other package as released
 # by {STACK_DATE[:10]}, when the stack's newest upstream release was out. Do not edit by hand.
 # Each package's own requirements are in requirements/gpu.lock.json (tests/test_gpu_lock.py checks them).
 # Install into a fresh Python 3.11 environment (envs/gpu.yaml does the first and last step):
