@@ -52,7 +52,7 @@ def test_a_second_judge_s_agreement_and_a_gain_under_one_judge_only(tmp_path):
     for step in (0, 10):
         rows = score_rows(step, [0.3, 0.4, 0.5, 0.6], BASE)  # no gain under this judge
         for r in rows:
-            r.update(backend="rubric", model="rubric-v2")
+            r.update(backend="rubric", model="rubric-v3")
         write(extra_dir / f"step_{step}.jsonl", rows)
         files[step] = extra_dir / f"step_{step}.jsonl"
     html = render(tmp_path / "run", {"rubric": files})

@@ -21,7 +21,7 @@ SHUFFLED = {"shuf-1": [0.2, 0.2, 0.2, 0.2], "shuf-2": [0.3, 0.2, 0.2, 0.1], "shu
 
 def write_scores(d, step, values, ids):
     d.mkdir(parents=True, exist_ok=True)
-    rows = [{"id": i, "step": step, "overall": v, "scores": {}, "backend": "rubric", "model": "rubric-v2", "error": None}
+    rows = [{"id": i, "step": step, "overall": v, "scores": {}, "backend": "rubric", "model": "rubric-v3", "error": None}
             for i, v in zip(ids, values)]
     (d / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 

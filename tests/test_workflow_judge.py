@@ -58,7 +58,7 @@ def test_judge_rule_writes_one_score_row_per_output_and_edits_rerun_only_judging
     rows = read_jsonl(workdir / SCORES)
     assert [set(r) for r in rows] == [ROW_KEYS] * 3
     assert [r["overall"] for r in rows][0] == 1.0 and 0 < rows[1]["overall"] < 1 and rows[2]["overall"] == 0.0
-    assert {(r["backend"], r["model"], r["step"], r["error"]) for r in rows} == {("rubric", "rubric-v2", 0, None)}
+    assert {(r["backend"], r["model"], r["step"], r["error"]) for r in rows} == {("rubric", "rubric-v3", 0, None)}
     assert json.loads((workdir / "results/eval/step_0/scores.usage.json").read_text())["requests_sent"] == 0
 
     weights = write_config(workdir, judge={"weights": {"format": 1.0}})

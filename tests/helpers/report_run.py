@@ -137,7 +137,7 @@ def write_test_split(root: Path, overall: dict[int, list[float]]) -> tuple[Path,
         _jsonl(d / "outputs.jsonl", [{"id": sid, "step": step, "draft": final, "final": final, "draft_notes": None, "final_notes": None}
                                      for sid, final in zip(TEST_IDS, finals)])
         _jsonl(d / "scores.jsonl", [{"id": sid, "step": step, "overall": v, "scores": {dim: v for dim in DIMENSIONS},
-                                     "reasons": {}, "backend": "rubric", "model": "rubric-v2", "error": None}
+                                     "reasons": {}, "backend": "rubric", "model": "rubric-v3", "error": None}
                                     for sid, v in zip(TEST_IDS, values)])
         evals[step] = (d / "outputs.jsonl", d / "scores.jsonl")
     return root / "test.parquet", evals
