@@ -16,8 +16,10 @@ import pytest
 from audiobook_rl import preflight
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_jsonl
-from audiobook_rl.training import TrainingJob, verl_backend
-from audiobook_rl.training.verl_daemon import RewardedGroupsDaemon
+from audiobook_rl.training import TrainingJob
+from audiobook_rl.training.verl import backend as verl_backend
+from audiobook_rl.training.verl import environment
+from audiobook_rl.training.verl.daemon import RewardedGroupsDaemon
 from helpers import make_judge, seed_config
 from helpers.agl_loop import FakeAgentLightning, Killed, clean_env, logged_steps, rows
 
@@ -29,7 +31,7 @@ TRAIN_ROWS, VAL_ROWS = rows(16), rows(4, "v")
 @pytest.fixture
 def backend(monkeypatch):
     """run_verl with Agent Lightning replaced by its loop on CPU; returns a function making the fake."""
-    clean_env(monkeypatch, [*verl_backend.training_env("x"), verl_backend.RAY_JOB_CONFIG])
+    clean_env(monkeypatch, [*environment.training_env("x"), environment.RAY_JOB_CONFIG])
     monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
     monkeypatch.setattr(verl_backend.gpus, "claim", lambda *a, **k: [])
     started = []
@@ -64,7 +66,7 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
     # litellm 1.80 and Agent Lightning 0.3.0 read no master-key variable: none is set
     assert "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY" not in os.environ
     # the same variables reach Ray's workers, also those of a cluster started elsewhere (tests/test_training_verl_ray.py)
-    ray_env = json.loads(os.environ[verl_backend.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
+    ray_env = json.loads(os.environ[environment.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
     assert ray_env["VERL_FILE_LOGGER_PATH"] == os.environ["VERL_FILE_LOGGER_PATH"]
     # one node and no RAY_ADDRESS: a Ray of this job's own is started before Agent Lightning's ray.init
     assert fake.ray_started == [True]

@@ -11,7 +11,7 @@ from omegaconf.errors import ConfigKeyError
 
 from audiobook_rl.errors import UserError
 from audiobook_rl.steps import check_eval_steps
-from audiobook_rl.training.verl_config import build_verl_config, check_train_section, check_verl_config
+from audiobook_rl.training.verl.config import build_verl_config, check_train_section, check_verl_config
 
 from helpers import seed_config
 

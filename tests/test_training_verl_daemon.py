@@ -14,7 +14,7 @@ from helpers import seed_config
 from agentlightning import RolloutLegacy, Triplet  # noqa: E402
 from agentlightning.verl.daemon import AgentModeDaemon  # noqa: E402
 
-from audiobook_rl.training.verl_daemon import RewardedGroupsDaemon  # noqa: E402
+from audiobook_rl.training.verl.daemon import RewardedGroupsDaemon  # noqa: E402
 
 # Two tasks (groups) of two rollouts each, create + rewrite per rollout: task B's judge failed once.
 REWARDS = {("A", 0): 0.75, ("A", 1): 0.25, ("B", 0): 0.5, ("B", 1): None}
@@ -70,7 +70,7 @@ def test_a_step_where_no_task_has_a_reward_stops_instead_of_training_on_nothing(
 
 def test_the_shuffled_reward_control_permutes_the_step_rewards_before_the_batch(monkeypatch):
     from audiobook_rl.compare.control import shuffle_rewards
-    from audiobook_rl.training.verl_backend import SHUFFLE_SEED, training_env
+    from audiobook_rl.training.verl.environment import SHUFFLE_SEED, training_env
 
     assert SHUFFLE_SEED not in training_env("log.jsonl") and training_env("log.jsonl", 1)[SHUFFLE_SEED] == "1"
     monkeypatch.setenv(SHUFFLE_SEED, "1")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from audiobook_rl.training.verl_backend import attempt_log, training_env
-from audiobook_rl.training.verl_metrics import convert_logs
+from audiobook_rl.training.verl.backend import attempt_log
+from audiobook_rl.training.verl.environment import training_env
+from audiobook_rl.training.verl.metrics import convert_logs
 
 # Written by hand from the keys AgentLightningTrainer.fit / AgentModeDaemon / verl's dp_actor log.
 STEP0 = {"step": 0, "data": {"val/n_rollouts": 4, "val/n_rollouts_w_trace": 4, "val/n_rollouts_w_reward": 4,

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from audiobook_rl.training.verl_backend import RAY_JOB_CONFIG, hand_env_to_ray, training_env
+from audiobook_rl.training.verl.environment import RAY_JOB_CONFIG, hand_env_to_ray, training_env
 
 pytestmark = pytest.mark.slow
 
 DRIVER = """
 import json, os, sys
 import ray
-from audiobook_rl.training.verl_backend import hand_env_to_ray, training_env
+from audiobook_rl.training.verl.environment import hand_env_to_ray, training_env
 
 env = training_env(sys.argv[1])
 os.environ.update(env)
@@ -115,7 +115,7 @@ LOCAL_DRIVER = """
 import json, sys
 from types import SimpleNamespace
 import ray
-from audiobook_rl.training import verl_backend
+from audiobook_rl.training.verl import backend as verl_backend
 from helpers import seed_config
 
 class Trainer:

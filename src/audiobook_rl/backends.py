@@ -82,9 +82,9 @@ REGISTRY: dict[str, dict[str, Backend]] = {
     "train": {
         "local": Backend("local", "audiobook_rl.training.local_grpo:train_stage", gpu_keys=("resources.train_grpo.gpu",),
                          export="audiobook_rl.training.export_local:export_stage"),
-        "verl": Backend("verl", "audiobook_rl.training.verl_backend:train_stage", stack="verl",
+        "verl": Backend("verl", "audiobook_rl.training.verl.backend:train_stage", stack="verl",
                         gpu_keys=("train.nnodes", "train.gpus_per_node"),
-                        export="audiobook_rl.training.export_verl:export_stage"),
+                        export="audiobook_rl.training.verl.export:export_stage"),
     },
 }
 REGISTRY["train.reward"] = REGISTRY["judge"]  # the training reward is a judge

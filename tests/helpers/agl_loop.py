@@ -89,7 +89,7 @@ def rows(n: int, prefix: str = "r") -> list[dict]:
 
 
 class FakeAgentLightning:
-    """What ``verl_backend`` uses of the agentlightning module, running :class:`LoopTrainer`."""
+    """What ``training.verl.backend`` uses of the agentlightning module, running :class:`LoopTrainer`."""
 
     def __init__(self, kill_at: int | None = None):
         self.kill_at = kill_at
@@ -99,7 +99,7 @@ class FakeAgentLightning:
     def VERL(self, overrides, daemon_cls=None):
         from omegaconf import OmegaConf
 
-        from audiobook_rl.training.verl_config import check_verl_config
+        from audiobook_rl.training.verl.config import check_verl_config
 
         self.daemon_classes.append(daemon_cls)
         cfg = check_verl_config(overrides)

@@ -14,7 +14,7 @@ A rollout that has no true reward returns None, never a made-up 0: a judge that 
 retries within the rollout's time budget (429s, timeouts, malformed replies), or a call whose prompt
 plus ``max_tokens`` exceeds the context verl gives vLLM (which would answer HTTP 400). The verl
 backend then drops the task's whole group from the update and counts it
-(:mod:`audiobook_rl.training.verl_daemon`).
+(:mod:`audiobook_rl.training.verl.daemon`).
 
 Prompt building, parsing and judging are the same functions the local backend uses
 (:mod:`.episode`); only how the two calls are served differs (:mod:`.openai_chat`). This module imports

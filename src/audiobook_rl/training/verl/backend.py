@@ -18,58 +18,22 @@ Only calls that pass through Agent Lightning's LLM proxy become training samples
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 from pathlib import Path
 
-from .. import gpus
-from ..files import write_json, write_jsonl
-from ..preflight import VERL_GPUS_FIX, check_training, require
-from ..steps import best_step
-from . import TrainingJob
-from .checkpoints import same_run, start_run
-from .verl_config import build_verl_config, check_verl_config, max_model_len
-from .verl_metrics import convert_logs
+from ... import gpus
+from ...files import write_json, write_jsonl
+from ...preflight import VERL_GPUS_FIX, check_training, require
+from ...steps import best_step
+from .. import TrainingJob
+from ..checkpoints import same_run, start_run
+from .config import build_verl_config, check_verl_config, max_model_len
+from .environment import hand_env_to_ray, training_env
+from .metrics import convert_logs
 
 log = logging.getLogger(__name__)
-
-
-# The environment variable holding train.seed when the rewards are shuffled (unset: real rewards),
-# read by the daemon (.verl_daemon) in verl's trainer actor.
-SHUFFLE_SEED = "AUDIOBOOK_RL_REWARD_SHUFFLE_SEED"
-
-
-def training_env(metrics_log: str | Path, shuffle_seed: int | None = None) -> dict[str, str]:
-    """Environment variables of the training process (Ray actors and runners inherit them);
-    ``shuffle_seed`` (train.seed, when train.reward.shuffle is on) switches the daemon's control on."""
-    shuffle = {} if shuffle_seed is None else {SHUFFLE_SEED: str(shuffle_seed)}
-    return {
-        **shuffle,
-        # litellm (Agent Lightning's LLM proxy) otherwise downloads a price list at import time.
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        # verl's file logger: one JSON line per step, read back by convert_logs.
-        "VERL_FILE_LOGGER_PATH": str(Path(metrics_log).resolve()),
-        "HYDRA_FULL_ERROR": "1",
-        "VLLM_USE_V1": "1",
-    }
-
-
-# The job config that Ray's job submission hands to a driver; ray.init merges its runtime env into the job's.
-RAY_JOB_CONFIG = "RAY_JOB_CONFIG_JSON_ENV_VAR"
-
-
-def hand_env_to_ray(env: dict[str, str]) -> None:
-    """Make ``env`` reach every Ray worker, also on a Ray cluster started elsewhere (``RAY_ADDRESS``),
-    whose workers start from the cluster's environment, not this process's: without this verl's
-    trainer would not see VERL_FILE_LOGGER_PATH and would log nowhere. The variables go into the job
-    config that ``ray.init`` (called by Agent Lightning) merges into the job's runtime env."""
-    job = json.loads(os.environ.get(RAY_JOB_CONFIG) or "{}")
-    runtime_env = job.get("runtime_env") or {}
-    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **env}
-    job["runtime_env"] = runtime_env
-    os.environ[RAY_JOB_CONFIG] = json.dumps(job)
 
 
 # What Agent Lightning's run_ppo gives Ray's workers when it starts Ray itself.
@@ -194,7 +158,7 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
         if uses_local_ray(train):
             start_local_ray()
         agl = _agentlightning()  # after the environment above: litellm reads it at import
-        from .verl_daemon import RewardedGroupsDaemon
+        from .daemon import RewardedGroupsDaemon
 
         n_runners = n_runners or default_runners(train)
         log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; this attempt logs to %s",
@@ -229,7 +193,7 @@ def train_stage(job: TrainingJob) -> dict:
         gpus.claim(job.gpus, "train.gpus_per_node", holder="train_grpo (verl)", fix=VERL_GPUS_FIX)
     from transformers import AutoTokenizer
 
-    from ..agent.lightning import ContextLimit, make_agent
+    from ...agent.lightning import ContextLimit, make_agent
 
     # The runner processes share the judge's rate limit through the LLM cache folder (llm.client).
     limit = ContextLimit(AutoTokenizer.from_pretrained(job.policy_dir), max_model_len(train))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..files import read_jsonl
+from ...files import read_jsonl
 
 # our key -> verl keys, first present wins (Agent Lightning logs lengths with a suffix).
 _MAIN = {
@@ -33,7 +33,7 @@ _EXTRA = {
     "n_rollouts_w_reward": "training/n_rollouts_w_reward",
     "val_n_rollouts": "val/n_rollouts",
     "val_n_rollouts_w_reward": "val/n_rollouts_w_reward",
-    # rollouts without a reward and the groups that left the update for them (training.verl_daemon)
+    # rollouts without a reward and the groups that left the update for them (training.verl.daemon)
     "rollouts_without_reward": "training/n_rollouts_without_reward",
     "groups_dropped": "training/n_groups_dropped",
     "val_rollouts_without_reward": "val/n_rollouts_without_reward",

@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from agentlightning.verl.daemon import AgentModeDaemon
 
-from ..compare.control import shuffle_rewards
-from .verl_backend import SHUFFLE_SEED
+from ...compare.control import shuffle_rewards
+from .environment import SHUFFLE_SEED
 
 
 class RewardedGroupsDaemon(AgentModeDaemon):

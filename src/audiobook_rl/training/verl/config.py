@@ -13,7 +13,7 @@ import math
 import warnings
 from pathlib import Path
 
-from ..errors import UserError
+from ...errors import UserError
 
 # The advantage estimator, engine and loggers this backend supports; verl accepts other values
 # (and typos) without complaint until a GPU job is hours in.
@@ -30,7 +30,7 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
     ``model_path`` the base policy (results/models/step_0, a Hugging Face directory);
     ``checkpoint_dir`` becomes ``trainer.default_local_dir``, made absolute because verl resolves
     relative paths against the Ray driver's working directory. The metrics file is not set here:
-    verl's file logger reads ``VERL_FILE_LOGGER_PATH`` (see ``verl_backend.training_env``).
+    verl's file logger reads ``VERL_FILE_LOGGER_PATH`` (see :func:`.environment.training_env`).
     """
     check_train_section(train, n_train)
     v = train["verl"]
@@ -109,7 +109,7 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
             "critic_warmup": 0,
             "default_local_dir": str(Path(checkpoint_dir).resolve()),
             "max_actor_ckpt_to_keep": None,  # keep every saved step: eval steps are exported later
-            # a rerun continues from latest_checkpointed_iteration.txt; verl_backend.prepare_run
+            # a rerun continues from latest_checkpointed_iteration.txt; backend.prepare_run
             # first removes checkpoints of other settings or inputs
             "resume_mode": "auto",
         },
