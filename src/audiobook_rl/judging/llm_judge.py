@@ -13,8 +13,9 @@ defence is best effort: the rubric judge, which interprets nothing, is the contr
 
 A reply that is not such an object, lacks a dimension or has a score outside [0, 1] is shown its
 problem and asked again, up to ``judge.max_attempts`` replies; then — as after a request that still
-fails after the client layer's retries — the case is recorded as a judge failure (``overall`` None,
-``error`` set), never as a silent 0.
+fails after the client layer's retries, or an empty reply (a thinking model whose reasoning took
+``judge.max_tokens``) — the case is recorded as a judge failure (``overall`` None, ``error`` set
+with the reason), never as a silent 0. The GLM judge asks GLM not to think (``thinking`` disabled).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from ..script import TONES, Segment
 from . import DIMENSIONS, Verdict, case_args, failure, weighted
 
 log = logging.getLogger(__name__)
+
+# Request fields per provider. GLM-4.7 thinks before it answers unless told not to, and its reasoning
+# counts against judge.max_tokens: a long one leaves an empty reply, which is a judge failure.
+REQUEST_EXTRA = {"zhipuai": {"thinking": {"type": "disabled"}}}
 
 RETRY = "你的回答无法使用：{problems}。请只输出一个 JSON 对象，包含五个维度，每个维度的 score 是 0 到 1 之间的数。"
 
@@ -127,6 +132,7 @@ class LLMJudge:
                         messages=tuple(messages),
                         max_tokens=self.max_tokens,
                         temperature=self.temperature,
+                        extra=REQUEST_EXTRA.get(self.provider, {}),
                         item=item or "judge case",
                     )
                 )

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from ..errors import UserError
 from .cache import DiskCache, request_key
 from .progress import Bar
-from .providers import make_provider
+from .providers import EmptyReply, make_provider
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -151,6 +151,16 @@ class LLMClient:
             try:
                 with self._in_flight:
                     return self.provider.send(request, float(s["timeout_s"]))
+            except EmptyReply as empty:
+                # Paid for, but not kept: a rerun asks again. Not retried now: the same request
+                # would most likely be answered the same way.
+                self.usage.call(self.provider_name, request.model, request.item, empty.input_tokens,
+                                empty.output_tokens, False)
+                self.usage.failure(self.provider_name, request.model)
+                raise LLMError(
+                    f"{request.item or 'a request'}: {self.provider_name} model {request.model} sent an empty reply "
+                    f"({empty.reason})"
+                ) from None
             except Exception as err:  # noqa: BLE001 — classified below; unknown errors are not retried
                 failure = self.provider.classify(err)
             if not failure.retryable or attempt == tries:
