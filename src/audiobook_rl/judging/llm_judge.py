@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 
 from .. import backends, llm
 from ..errors import UserError
@@ -102,8 +103,12 @@ class LLMJudge:
         session = llm.current() if llm_settings is None else llm.session_for(llm_settings, "judge")
         self.client = session.client(self.provider, needed_by=f"judge.backend '{self.backend}'")
 
-    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None, item: str = "") -> Verdict:
-        """Score one case; a judge failure is returned as a Verdict with ``overall`` None and ``error``."""
+    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None, item: str = "",
+              deadline: float | None = None) -> Verdict:
+        """Score one case; a judge failure is returned as a Verdict with ``overall`` None and ``error``.
+
+        ``deadline`` (a :func:`time.monotonic` time) bounds the whole scoring, every reply attempt and
+        every retry of the client layer: at it the case is a judge failure."""
         if isinstance(reference, str):
             reference = json.loads(reference)
         reference = [s.to_dict() if isinstance(s, Segment) else s for s in reference]
@@ -125,6 +130,9 @@ class LLMJudge:
         problems = ""
         try:
             for _ in range(self.max_attempts):
+                if deadline is not None and time.monotonic() >= deadline:
+                    problems = f"{problems}; no time left before the deadline" if problems else "no time left before the deadline"
+                    break
                 reply = self.client.complete(
                     llm.Request(
                         model=self.model,
@@ -134,7 +142,8 @@ class LLMJudge:
                         temperature=self.temperature,
                         extra=REQUEST_EXTRA.get(self.provider, {}),
                         item=item or "judge case",
-                    )
+                    ),
+                    deadline=deadline,
                 )
                 scores, reasons, problems = parse_verdict(reply.text)
                 if not problems:
