@@ -167,3 +167,66 @@ def test_resume_after_a_kill_at_an_epoch_end_trains_the_remaining_steps(tmp_path
     # What differs (the restored sampler replays the shuffle of the epoch that ended): the batches
     # after the resume are those of epoch 2 again, not the uninterrupted run's epoch 3.
     assert resumed.fits[0].trained[0][1] == uninterrupted[2][1]
+
+
+SIDE_BY_SIDE = """
+import asyncio, json, sys, time
+import agentlightning as agl
+from audiobook_rl.training.verl.backend import make_trainer
+
+REWARD = float(sys.argv[1])
+
+
+class Collect(agl.Algorithm):
+    '''Stands in for agl.VERL: enqueues the tasks, waits for their rollouts, writes their rewards.'''
+
+    async def run(self, train_dataset=None, val_dataset=None):
+        store = self.get_store()
+        llm = agl.LLM(endpoint="http://127.0.0.1:9/v1", model="policy")  # never called
+        resources = await store.update_resources("main", {"main_llm": llm})
+        rollouts = [await store.enqueue_rollout(input=row, mode="train", resources_id=resources.resources_id)
+                    for row in train_dataset]
+        rewards = {}
+        while len(rewards) < len(rollouts):
+            for rollout in rollouts:
+                done = await store.get_rollout_by_id(rollout.rollout_id)
+                if done.status in ("succeeded", "failed", "cancelled") and rollout.rollout_id not in rewards:
+                    rewards[rollout.rollout_id] = agl.find_final_reward(await store.query_spans(rollout.rollout_id))
+            await asyncio.sleep(0.2)
+        with open(sys.argv[2], "w") as out:
+            json.dump(list(rewards.values()), out)
+
+
+@agl.rollout
+def agent(task, llm):
+    time.sleep(0.5)  # long enough for the two trainings to overlap
+    return REWARD
+
+
+make_trainer(agl, Collect(), n_runners=2).fit(agent, [{"i": i} for i in range(8)])
+"""
+
+
+@pytest.mark.slow  # two Agent Lightning trainings in processes of their own
+def test_two_trainings_on_one_machine_each_keep_their_rollouts(tmp_path):
+    """Each training's store listens on a port of its own, and its runners ask that store: the
+    rollouts of one training are never taken by the runners of the other."""
+    import subprocess
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    runs = {}
+    for reward in (0.25, 0.75):
+        out = tmp_path / f"rewards-{reward}.json"
+        runs[reward] = (out, subprocess.Popen([sys.executable, "-c", SIDE_BY_SIDE, str(reward), str(out)], cwd=tmp_path,
+                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        time.sleep(2)  # the second starts while the first is running
+    for reward, (out, proc) in runs.items():
+        try:
+            log, _ = proc.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            log, _ = proc.communicate()
+        assert proc.returncode == 0, log[-3000:]
+        assert json.loads(out.read_text()) == [reward] * 8, "a training took rollouts of the other"

@@ -95,6 +95,7 @@ class FakeAgentLightning:
         self.kill_at = kill_at
         self.fits: list[LoopTrainer] = []
         self.daemon_classes: list = []
+        self.ports: list[int] = []
 
     def VERL(self, overrides, daemon_cls=None):
         from omegaconf import OmegaConf
@@ -106,8 +107,9 @@ class FakeAgentLightning:
         OmegaConf.set_struct(cfg, False)
         return SimpleNamespace(config=cfg)
 
-    def Trainer(self, algorithm, n_runners, tracer, adapter):
+    def Trainer(self, algorithm, n_runners, port, tracer, adapter):
         fake = self
+        self.ports.append(port)
 
         class _Trainer:
             def fit(self, agent, train_rows, val_dataset=None):

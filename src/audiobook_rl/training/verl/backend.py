@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 from pathlib import Path
 
 from ... import gpus
@@ -163,17 +164,36 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
         n_runners = n_runners or default_runners(train)
         log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; this attempt logs to %s",
                  len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, attempt)
-        trainer = agl.Trainer(
-            algorithm=agl.VERL(overrides, daemon_cls=RewardedGroupsDaemon),
-            n_runners=n_runners,
-            # Only calls through the LLM proxy (the policy's) become samples, never the judge's.
-            tracer=agl.OtelTracer(),
-            adapter=agl.LlmProxyTraceToTriplet(),
-        )
+        trainer = make_trainer(agl, agl.VERL(overrides, daemon_cls=RewardedGroupsDaemon), n_runners)
         trainer.fit(agent, train_rows, val_dataset=val_rows)
 
     rows = convert_logs(sorted(log_dir.glob("attempt_*.jsonl")))
     return rows, {**summarize(rows, checkpoints, train["total_steps"]), "reward_shuffled": train["reward"]["shuffle"]}
+
+
+def make_trainer(agl, algorithm, n_runners: int):
+    """Agent Lightning's trainer around ``algorithm`` with ``n_runners`` runner processes, its store
+    on a free port of this machine.
+
+    Without a port the store listens on 4747 (``AGL_SERVER_PORT``), and the runners, which start
+    before the store, ask whichever store answers there: a second training on the machine would
+    fail to start its store while its runners took and abandoned the first one's rollouts.
+    """
+    return agl.Trainer(
+        algorithm=algorithm,
+        n_runners=n_runners,
+        port=free_port(),  # the store's, and the one its runners ask
+        # Only calls through the LLM proxy (the policy's) become samples, never the judge's.
+        tracer=agl.OtelTracer(),
+        adapter=agl.LlmProxyTraceToTriplet(),
+    )
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _agentlightning():
