@@ -1,7 +1,7 @@
 """The verl backend's orchestration around ``trainer.fit``, driven through Agent Lightning's real
 training loop with verl's real checkpoints and dataloader (tests/helpers/agl_loop.py; only the
 rollouts, the update and the FSDP shards are stubbed): the config it hands over, the environment the
-training process gets, one log per attempt, resume and its fingerprint, and the outputs."""
+training process gets, the per-step record, resume and its fingerprint, and the outputs."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from audiobook_rl.training import TrainingJob
 from audiobook_rl.training.verl import backend as verl_backend
 from audiobook_rl.training.verl import environment
 from audiobook_rl.training.verl.daemon import RewardedGroupsDaemon
+from audiobook_rl.training.verl.trainer import RecordingTrainer
 from helpers import make_judge, seed_config
-from helpers.agl_loop import FakeAgentLightning, Killed, clean_env, logged_steps, rows
+from helpers.agl_loop import VALIDATE_S, FakeAgentLightning, Killed, clean_env, recorded_steps, rows
 
 # 16 rows in batches of 8: 2 steps per epoch, so every save (every 2 steps) falls on an epoch's end.
 TRAIN = {**seed_config()["train"], "total_steps": 6, "save_freq": 2, "test_freq": 2}
@@ -61,13 +62,17 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
     assert loop.config.actor_rollout_ref.model.path == str((tmp_path / "results" / "step_0").resolve())
     # rollouts without a reward drop their group instead of scoring 0
     assert fake.daemon_classes == [RewardedGroupsDaemon]
-    assert os.environ["VERL_FILE_LOGGER_PATH"] == str((out / "verl_logs" / "attempt_001.jsonl").resolve())
+    # the trainer writes the per-step record whose path the environment gives
+    assert fake.trainer_classes == [RecordingTrainer]
+    assert os.environ[environment.STEP_RECORD] == str((out / "steps.jsonl").resolve())
+    # Agent Lightning's store listens on a port of this training's own
+    assert fake.ports[0] != 4747
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     # litellm 1.80 and Agent Lightning 0.3.0 read no master-key variable: none is set
     assert "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY" not in os.environ
     # the same variables reach Ray's workers, also those of a cluster started elsewhere (tests/test_training_verl_ray.py)
     ray_env = json.loads(os.environ[environment.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
-    assert ray_env["VERL_FILE_LOGGER_PATH"] == os.environ["VERL_FILE_LOGGER_PATH"]
+    assert ray_env[environment.STEP_RECORD] == os.environ[environment.STEP_RECORD]
     # one node and no RAY_ADDRESS: a Ray of this job's own is started before Agent Lightning's ray.init
     assert fake.ray_started == [True]
     assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6]
@@ -140,8 +145,7 @@ def test_other_settings_or_inputs_start_over_instead_of_resuming(tmp_path, backe
 
     # the new run trained every step from the start; nothing of the old one is merged in
     assert [s for s, _ in retrain.fits[0].trained] == [1, 2, 3, 4, 5, 6]
-    assert [p.name for p in sorted((out / "verl_logs").glob("*.jsonl"))] == ["attempt_001.jsonl"]
-    assert logged_steps(out / "verl_logs") == [0, 1, 2, 3, 4, 5, 6]
+    assert recorded_steps(out / "steps.jsonl") == [0, 1, 2, 3, 4, 5, 6]
     assert json.loads((out / "checkpoints" / "run.json").read_text()) == {"fingerprint": "run-b"}
     assert "holds checkpoints of other settings or inputs: starting over" in caplog.text
 
@@ -230,3 +234,29 @@ def test_two_trainings_on_one_machine_each_keep_their_rollouts(tmp_path):
             log, _ = proc.communicate()
         assert proc.returncode == 0, log[-3000:]
         assert json.loads(out.read_text()) == [reward] * 8, "a training took rollouts of the other"
+
+
+def test_seconds_per_step_include_the_validation(tmp_path, backend):
+    """verl's timing_s/step leaves out the validation (and the checkpoint) of the step; the seconds of
+    metrics.jsonl are the wall time from one step's end to the next."""
+    backend()
+    metrics, summary = run(tmp_path / "train")
+    seconds = {m["step"]: m.get("seconds") for m in metrics}
+    assert seconds[0] is None  # the step-0 validation trains nothing
+    assert all(seconds[s] >= VALIDATE_S for s in (2, 4, 6))  # the validated steps
+    assert summary["mean_seconds_per_step"] >= 3 * VALIDATE_S / 6
+
+
+def test_the_step_record_is_on_disk_by_each_step_and_keeps_one_line_per_step_across_a_resume(tmp_path, backend):
+    out = tmp_path / "train"
+    backend(kill_at=5)  # killed in step 5, after the checkpoint of step 4
+    with pytest.raises(Killed):
+        run(out)
+        # (the traceback keeps the training's objects alive, as a killed process keeps nothing)
+    assert recorded_steps(out / "steps.jsonl") == [0, 1, 2, 3, 4]
+    backend()
+    metrics, _ = run(out)
+    # the resumed run validates step 4 again (val_before_train): its line is updated, not repeated
+    assert recorded_steps(out / "steps.jsonl") == [0, 1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in metrics if "val_reward" in m] == [0, 2, 4, 6]

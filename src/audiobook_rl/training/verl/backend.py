@@ -2,15 +2,16 @@
 
 Three lines do the work, as in Agent Lightning's own examples::
 
-    algorithm = agl.VERL(build_verl_config(train, ...), daemon_cls=RewardedGroupsDaemon)
+    algorithm = agl.VERL(build_verl_config(train, ...), trainer_cls=RecordingTrainer,
+                         daemon_cls=RewardedGroupsDaemon)
     trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, tracer=agl.OtelTracer(),
                           adapter=agl.LlmProxyTraceToTriplet())
     trainer.fit(agent, train_rows, val_dataset=val_rows)
 
 The rest is what makes a run safe to start and to resume: a preflight (versions, GPUs); the fingerprint of settings and inputs (checkpoints of another run are discarded, a finished
 run is not trained again: verl would resume it and train one step more); a Ray of this job's own
-GPUs; the environment verl and LiteLLM read; one metrics file per attempt (verl's file logger
-truncates its file at start) and their conversion to results/train/metrics.jsonl.
+GPUs; the environment verl and LiteLLM read; the training's own per-step record (one line per step
+across resumes, :mod:`.metrics`) and its conversion to results/train/metrics.jsonl.
 
 Only calls that pass through Agent Lightning's LLM proxy become training samples
 (``LlmProxyTraceToTriplet``): the policy's create and rewrite calls, never the judge's own calls.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from .. import TrainingJob
 from ..checkpoints import same_run, start_run
 from .config import build_verl_config, check_verl_config, max_model_len
 from .environment import hand_env_to_ray, training_env
-from .metrics import convert_logs
+from .metrics import keep_steps, read_record
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +64,8 @@ def default_runners(train: dict) -> int:
     return min(32, train["train_batch_size"] * train["rollout"]["n"])
 
 
-def attempt_log(log_dir: str | Path) -> Path:
-    """A fresh metrics file for this attempt: ``attempt_001.jsonl``, ``attempt_002.jsonl``, …"""
-    log_dir = Path(log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    n = 1 + max((int(p.stem.split("_")[1]) for p in log_dir.glob("attempt_*.jsonl")), default=0)
-    return log_dir / f"attempt_{n:03d}.jsonl"
+# The per-step record, beside results/train/metrics.jsonl (not a declared output: it must survive a failed job).
+STEP_RECORD_FILE = "steps.jsonl"
 
 
 def latest_checkpoint(checkpoint_dir: str | Path) -> int:
@@ -82,14 +78,15 @@ def latest_checkpoint(checkpoint_dir: str | Path) -> int:
 def prepare_run(out_dir: str | Path, fp: str) -> int:
     """Resume only a run of the same settings and inputs: returns the step verl will resume from.
 
-    Checkpoints and attempt logs of another fingerprint are removed (verl's ``resume_mode: auto``
-    would resume any of them, and the metrics of both runs would be merged).
+    Checkpoints and the step record of another fingerprint are removed (verl's ``resume_mode: auto``
+    would resume any of them, and the metrics of both runs would be merged); the record of this one
+    keeps the steps up to the checkpoint (the later ones are redone).
     """
     out_dir = Path(out_dir)
     checkpoints = out_dir / "checkpoints"
     if same_run(checkpoints, fp):
         return latest_checkpoint(checkpoints)
-    shutil.rmtree(out_dir / "verl_logs", ignore_errors=True)
+    (out_dir / STEP_RECORD_FILE).unlink(missing_ok=True)
     start_run(checkpoints, fp)
     return 0
 
@@ -137,14 +134,14 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
     """Train ``agent`` (an ``@agl.rollout`` agent) with verl GRPO from the policy in ``model_path``.
 
     Checkpoints go to ``out_dir/checkpoints/global_step_N/actor`` (a rerun with the same
-    ``fingerprint`` resumes from the newest; a finished run is not trained again), verl's raw logs to
-    ``out_dir/verl_logs/attempt_K.jsonl``. Returns our metrics rows (the lines of
+    ``fingerprint`` resumes from the newest; a finished run is not trained again), the per-step record
+    to ``out_dir/steps.jsonl``. Returns our metrics rows (the lines of
     results/train/metrics.jsonl) and the run summary (results/train/summary.json).
     """
     require(check_training(train))
     out_dir = Path(out_dir).resolve()
     checkpoints = out_dir / "checkpoints"
-    log_dir = out_dir / "verl_logs"
+    record = out_dir / STEP_RECORD_FILE
     overrides = build_verl_config(train, len(train_rows), Path(model_path).resolve(), checkpoints)
     check_verl_config(overrides)  # a typo or impossible batch stops here, before Ray and vLLM start
     resume_from = prepare_run(out_dir, fingerprint)
@@ -152,22 +149,24 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
         log.info("%s holds the finished run of these settings and inputs (step %d): nothing to train",
                  checkpoints, resume_from)
     else:
-        attempt = attempt_log(log_dir)
-        env = training_env(attempt, train["seed"] if train["reward"]["shuffle"] else None)
+        keep_steps(record, up_to=resume_from)
+        env = training_env(record, train["seed"] if train["reward"]["shuffle"] else None)
         os.environ.update(env)  # before anything imports litellm
         hand_env_to_ray(env)
         if uses_local_ray(train):
             start_local_ray()
         agl = _agentlightning()  # after the environment above: litellm reads it at import
         from .daemon import RewardedGroupsDaemon
+        from .trainer import RecordingTrainer
 
         n_runners = n_runners or default_runners(train)
-        log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; this attempt logs to %s",
-                 len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, attempt)
-        trainer = make_trainer(agl, agl.VERL(overrides, daemon_cls=RewardedGroupsDaemon), n_runners)
+        log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; each step is recorded in %s",
+                 len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, record)
+        algorithm = agl.VERL(overrides, trainer_cls=RecordingTrainer, daemon_cls=RewardedGroupsDaemon)
+        trainer = make_trainer(agl, algorithm, n_runners)
         trainer.fit(agent, train_rows, val_dataset=val_rows)
 
-    rows = convert_logs(sorted(log_dir.glob("attempt_*.jsonl")))
+    rows = read_record(record)
     return rows, {**summarize(rows, checkpoints, train["total_steps"]), "reward_shuffled": train["reward"]["shuffle"]}
 
 

@@ -19,7 +19,9 @@ from ...errors import UserError
 # (and typos) without complaint until a GPU job is hours in.
 ESTIMATOR = "grpo"
 ENGINE = "vllm"  # Agent Lightning 0.3.0 patches only verl's vLLM async server
-LOGGERS = ["console", "file"]  # no network on the training box: no wandb
+# No network on the training box: no wandb; and no verl "file" logger, which buffers its file by
+# blocks and truncates it at every start: the trainer keeps a per-step record of its own (.metrics).
+LOGGERS = ["console"]
 
 
 def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpoint_dir: str | Path, *,
@@ -29,8 +31,8 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
     ``n_train`` is the number of training rows (an epoch is ``n_train // train_batch_size`` steps);
     ``model_path`` the base policy (results/models/step_0, a Hugging Face directory);
     ``checkpoint_dir`` becomes ``trainer.default_local_dir``, made absolute because verl resolves
-    relative paths against the Ray driver's working directory. The metrics file is not set here:
-    verl's file logger reads ``VERL_FILE_LOGGER_PATH`` (see :func:`.environment.training_env`).
+    relative paths against the Ray driver's working directory. The per-step record is not set here:
+    the trainer reads its path from the environment (see :func:`.environment.training_env`).
     """
     check_train_section(train, n_train)
     v = train["verl"]
