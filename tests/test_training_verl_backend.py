@@ -20,7 +20,7 @@ from audiobook_rl.training import TrainingJob
 from audiobook_rl.training.verl import backend as verl_backend
 from audiobook_rl.training.verl import environment
 from audiobook_rl.training.verl.daemon import RewardedGroupsDaemon
-from audiobook_rl.training.verl.trainer import RecordingTrainer
+from audiobook_rl.training.verl.trainer import SeedTrainer
 from helpers import make_judge, seed_config
 from helpers.agl_loop import VALIDATE_S, FakeAgentLightning, Killed, clean_env, recorded_steps, rows
 
@@ -63,7 +63,7 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
     # rollouts without a reward drop their group instead of scoring 0
     assert fake.daemon_classes == [RewardedGroupsDaemon]
     # the trainer writes the per-step record whose path the environment gives
-    assert fake.trainer_classes == [RecordingTrainer]
+    assert fake.trainer_classes == [SeedTrainer]
     assert os.environ[environment.STEP_RECORD] == str((out / "steps.jsonl").resolve())
     # Agent Lightning's store listens on a port of this training's own
     assert fake.ports[0] != 4747

@@ -2,7 +2,7 @@
 
 Three lines do the work, as in Agent Lightning's own examples::
 
-    algorithm = agl.VERL(build_verl_config(train, ...), trainer_cls=RecordingTrainer,
+    algorithm = agl.VERL(build_verl_config(train, ...), trainer_cls=SeedTrainer,
                          daemon_cls=RewardedGroupsDaemon)
     trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, tracer=agl.OtelTracer(),
                           adapter=agl.LlmProxyTraceToTriplet())
@@ -157,12 +157,12 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
             start_local_ray()
         agl = _agentlightning()  # after the environment above: litellm reads it at import
         from .daemon import RewardedGroupsDaemon
-        from .trainer import RecordingTrainer
+        from .trainer import SeedTrainer
 
         n_runners = n_runners or default_runners(train)
         log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; each step is recorded in %s",
                  len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, record)
-        algorithm = agl.VERL(overrides, trainer_cls=RecordingTrainer, daemon_cls=RewardedGroupsDaemon)
+        algorithm = agl.VERL(overrides, trainer_cls=SeedTrainer, daemon_cls=RewardedGroupsDaemon)
         trainer = make_trainer(agl, algorithm, n_runners)
         trainer.fit(agent, train_rows, val_dataset=val_rows)
 

@@ -63,6 +63,9 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
                 "optim": {"lr": train["lr"], "weight_decay": train["weight_decay"]},
                 "ppo_mini_batch_size": ppo_mini_batch_size(train),
                 "ppo_micro_batch_size_per_gpu": train["micro_batch_size"],
+                # Fixed micro-batches, whose token-mean losses the trainer (.trainer) weighs into the
+                # token-mean of the mini-batch; with dynamic ones it could not tell them apart.
+                "use_dynamic_bsz": False,
                 "grad_clip": train["grad_clip"],
                 "use_kl_loss": train["kl_coef"] > 0,
                 "kl_loss_coef": train["kl_coef"],
