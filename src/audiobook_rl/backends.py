@@ -19,8 +19,8 @@ What each stage's function takes and returns (one interface per stage):
 - ``judge`` (rule judge) and ``train.reward`` (rule train_grpo): ``judge(settings, llm) -> Judge``
   with ``backend``, ``model``, ``score(...) -> Verdict`` and ``score_many(cases)``
   (:mod:`audiobook_rl.judging`);
-- ``generate`` (rule generate): ``client(model_dir, settings, device) -> ChatClient``
-  (:mod:`audiobook_rl.agent.episode`);
+- ``generate`` (rule generate): ``client(model_dir, settings, device) -> ChatClient`` with ``close()``,
+  which ends what the client started (vLLM's engine process) (:mod:`audiobook_rl.agent.episode`);
 - ``train`` (rules train_grpo and export_checkpoint): ``train_stage(job: TrainingJob) -> summary`` and
   ``export_stage(job: ExportJob) -> step`` (:mod:`audiobook_rl.training`).
 """
