@@ -201,3 +201,15 @@ def test_an_empty_reply_is_a_judge_failure_with_its_reason_and_is_not_kept(backe
         # an empty reply is not cached: a rerun asks again
         score(judge_for(backend, server, tmp_path))
         assert server.count == 2
+
+
+def test_scoring_stops_at_its_deadline_whatever_is_left_of_its_tries(backend, tmp_path):
+    import time
+
+    with Loopback(lambda kind, body, n: answer("我觉得还不错。", delay=0.3)) as server:  # no JSON, slowly
+        judge = judge_for(backend, server, tmp_path)
+        started = time.monotonic()
+        v = judge.score(SOURCE, REFERENCE, REFERENCE_JSON, deadline=started + 0.5)
+        elapsed = time.monotonic() - started
+    assert v.overall is None and "deadline" in v.error
+    assert elapsed < 1.0 and server.count <= 2  # a reply in flight at the deadline is cut off; no third is asked

@@ -129,10 +129,9 @@ class LLMJudge:
         messages = [{"role": "user", "content": user}]
         problems = ""
         try:
-            for _ in range(self.max_attempts):
+            for attempt in range(1, self.max_attempts + 1):
                 if deadline is not None and time.monotonic() >= deadline:
-                    problems = f"{problems}; no time left before the deadline" if problems else "no time left before the deadline"
-                    break
+                    return self._failed(item, f"no valid judge reply in {attempt - 1} tries before the deadline: {problems}")
                 reply = self.client.complete(
                     llm.Request(
                         model=self.model,
@@ -152,9 +151,11 @@ class LLMJudge:
                     {"role": "assistant", "content": reply.text},
                     {"role": "user", "content": RETRY.format(problems=problems)},
                 ]
-            error = f"no valid judge reply in {self.max_attempts} tries: {problems}"
+            return self._failed(item, f"no valid judge reply in {self.max_attempts} tries: {problems}")
         except llm.LLMError as err:
-            error = str(err)
+            return self._failed(item, str(err))
+
+    def _failed(self, item: str, error: str) -> Verdict:
         log.warning("%s: judge failure: %s", item or "judge case", error)
         return failure(self.backend, self.model, error)
 
