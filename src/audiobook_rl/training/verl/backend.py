@@ -4,13 +4,13 @@ Three lines do the work, as in Agent Lightning's own examples::
 
     algorithm = agl.VERL(build_verl_config(train, ...), trainer_cls=SeedTrainer,
                          daemon_cls=RewardedGroupsDaemon)
-    trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, tracer=agl.OtelTracer(),
+    trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, port=free_port(), tracer=agl.OtelTracer(),
                           adapter=agl.LlmProxyTraceToTriplet())
     trainer.fit(agent, train_rows, val_dataset=val_rows)
 
 The rest is what makes a run safe to start and to resume: a preflight (versions, GPUs); the fingerprint of settings and inputs (checkpoints of another run are discarded, a finished
 run is not trained again: verl would resume it and train one step more); a Ray of this job's own
-GPUs; the environment verl and LiteLLM read; the training's own per-step record (one line per step
+GPUs and a store port of its own; the environment verl and LiteLLM read; the training's own per-step record (one line per step
 across resumes, :mod:`.metrics`) and its conversion to results/train/metrics.jsonl.
 
 Only calls that pass through Agent Lightning's LLM proxy become training samples

@@ -1,4 +1,5 @@
-"""Agent Lightning's daemon with one change: a rollout without a reward is never scored 0.
+"""Agent Lightning's daemon with two changes: a rollout without a reward is never scored 0, and
+rewards reach GRPO's advantage in float32.
 
 Agent Lightning 0.3.0 (``agentlightning/verl/daemon.py``) gives a rollout that reported no reward
 (a judge that kept failing, a call skipped as too long for the context, a crashed rollout) the
