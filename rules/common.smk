@@ -10,7 +10,7 @@ from audiobook_rl.errors import UserError
 from audiobook_rl.failures import summary
 from audiobook_rl.judging import agreement_judges, judge_name
 from audiobook_rl.paths import SCHEMA, repo_file
-from audiobook_rl.startup import check_config, check_corpus, check_jobs
+from audiobook_rl.startup import check_config, check_corpus, check_jobs, uses_conda
 from audiobook_rl.steps import WILDCARD
 
 try:
@@ -87,10 +87,13 @@ if _problems:
 onstart:
     # What the jobs about to run need (the warm start's excerpts, GPUs, the verl/vLLM packages),
     # where they run here: not for --touch, nor on a cluster, nor in a dry run (onstart is skipped),
-    # whose plan a machine without GPUs may show.
+    # whose plan a machine without GPUs may show. Under --sdm conda the packages are those of the
+    # jobs' own environments, which this Python cannot see: their stages check them.
     if workflow.local_exec and not workflow.touch:
         _rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
-        _problems = check_jobs(config, _rules, CORPUS)
+        _problems = check_jobs(
+            config, _rules, CORPUS, conda=uses_conda(workflow.deployment_settings)
+        )
         if _problems:
             sys.exit("Error: " + "\nError: ".join(_problems))
 

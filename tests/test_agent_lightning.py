@@ -165,3 +165,44 @@ def test_a_call_longer_than_the_policy_servers_context_is_skipped_not_sent(tmp_p
                            limit=ContextLimit(tokenizer, create_tokens + 64))
         rollout, spans = _run(agent, row, llm, "train")
         assert len(server.requests) == 1 and agl.find_final_reward(spans) is None
+
+
+@pytest.mark.parametrize("outage", ["retry-after-600", "hang"])
+def test_judging_ends_by_its_deadline_whatever_the_judge_server_does(tmp_path, monkeypatch, outage):
+    """The GLM judge through its SDK, behind a server that asks for 10 minutes between tries or never
+    answers (with the default 6 tries of 120 s each): the rollout ends with no reward within its
+    judging budget, long before Agent Lightning's rollout timeout."""
+    import threading
+    import time
+
+    monkeypatch.setenv("ZHIPUAI_API_KEY", "zhipuai-key-loopback-0123456789")
+
+    def judge_server(kind, body, n):
+        return Reply(429, headers={"retry-after": "600"}) if outage == "retry-after-600" else Reply(hang=True)
+
+    with _reference_server() as policy, Loopback(judge_server) as glm:
+        llm_settings = {"base_url": {"zhipuai": glm.url + "/api/paas/v4"}, "cache_dir": str(tmp_path / "cache"),
+                        "rate_limit_per_minute": {"zhipuai": 0}}
+        judge = make_judge(llm_settings, backend="glm", model="glm-4.7")
+        agent = make_agent(_prompts(), judge, max_tokens=64, judge_budget_s=1.5)
+        done = {}
+
+        def rollout():
+            done["spans"] = _run(agent, _row(tmp_path), agl.LLM(endpoint=policy.url + "/v1", model="policy"), "train")[1]
+
+        started = time.monotonic()
+        worker = threading.Thread(target=rollout, daemon=True)
+        worker.start()
+        worker.join(timeout=30)
+        elapsed = time.monotonic() - started
+    assert not worker.is_alive(), "the rollout was still judging after 30 s"
+    assert agl.find_final_reward(done["spans"]) is None and glm.count >= 1
+    assert elapsed < 1.5 + 10  # the budget, plus the two policy calls and Agent Lightning's runner
+
+
+def test_judging_that_begins_late_in_a_rollout_ends_before_agent_lightning_gives_up_on_it():
+    from audiobook_rl.agent.lightning import ROLLOUT_LEFT_S, ROLLOUT_TIMEOUT_S, judge_deadline
+
+    assert judge_deadline(started=100.0, judging=130.0, budget_s=300.0) == 430.0
+    # slow policy calls: the budget would run past Agent Lightning's 1,200 s
+    assert judge_deadline(started=100.0, judging=1000.0, budget_s=300.0) == 100.0 + ROLLOUT_TIMEOUT_S - ROLLOUT_LEFT_S

@@ -125,10 +125,11 @@ def test_the_generate_stage_leaves_fork_usable_for_the_vllm_engine(tmp_path, mon
     one GPU; the real fork on a GPU is bench/fork_after_gpu_check.py."""
     import runpy
 
-    import pandas as pd
     import torch
 
     from audiobook_rl import gpus
+    from audiobook_rl.files import write_parquet_rows
+    from helpers.policy import tiny_rows
 
     poisoning = []
     monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
@@ -143,10 +144,10 @@ def test_the_generate_stage_leaves_fork_usable_for_the_vllm_engine(tmp_path, mon
         raise UserError("stop here: vLLM itself is not installed on this machine")
 
     monkeypatch.setattr(vllm_chat, "client", vllm_backend)
-    pd.DataFrame([{"extra_info": {"slice_id": "s1"}}]).to_parquet(tmp_path / "val.parquet")
+    write_parquet_rows(tmp_path / "val.parquet", tiny_rows(1, 1)["val"])
     smk = SimpleNamespace(
         threads=1, rule="generate", wildcards=SimpleNamespace(step="1000"), resources=SimpleNamespace(gpu=1),
-        input=SimpleNamespace(model=str(tmp_path), val=str(tmp_path / "val.parquet"),
+        input=SimpleNamespace(model=str(tmp_path), tasks=str(tmp_path / "val.parquet"),
                               create_prompt=str(REPO / "config/prompts/create.md"),
                               rewrite_prompt=str(REPO / "config/prompts/rewrite.md")),
         params=SimpleNamespace(generate={"backend": "vllm"}), output=[str(tmp_path / "out.jsonl")],

@@ -22,10 +22,10 @@ def inputs(rule: str, **sections) -> set[str]:
 def test_training_runs_the_configured_backend_and_reward_only():
     local = inputs("train_grpo")
     assert {"training/local_grpo.py", "judging/rubric.py", "agent/hf_chat.py"} <= local
-    assert not local & {"training/verl_backend.py", "training/verl_config.py", "agent/lightning.py",
+    assert not local & {"training/verl/backend.py", "training/verl/config.py", "agent/lightning.py",
                         "agent/vllm_chat.py", "judging/llm_judge.py", "labeling/rules.py"}
     verl = inputs("train_grpo", train={"backend": "verl"})
-    assert {"training/verl_backend.py", "training/verl_config.py", "agent/lightning.py"} <= verl
+    assert {"training/verl/backend.py", "training/verl/config.py", "agent/lightning.py"} <= verl
     assert "training/local_grpo.py" not in verl
     glm = inputs("train_grpo", train={"reward": {"backend": "glm"}})
     assert "judging/llm_judge.py" in glm and "judging/rubric.py" not in glm
@@ -36,7 +36,7 @@ def test_generation_and_export_follow_their_backends():
     assert "agent/vllm_chat.py" in inputs("generate", generate={"backend": "vllm"})
     assert "training/export_local.py" in inputs("export_checkpoint")
     verl = inputs("export_checkpoint", train={"backend": "verl"})
-    assert "training/export_verl.py" in verl and "training/export_local.py" not in verl
+    assert "training/verl/export.py" in verl and "training/export_local.py" not in verl
 
 
 def test_labeling_follows_its_backend_and_the_warm_start_uses_the_rule_labeler():

@@ -1,5 +1,7 @@
 """generate: the agent's two calls per validation slice with a saved policy, batched."""
 
+from pathlib import Path
+
 import pytest
 
 from audiobook_rl.agent import hf_chat
@@ -38,3 +40,140 @@ def test_outputs_have_one_record_per_slice_in_the_contract_format(policy_dir):
 def test_top_k_1_sampling_is_greedy(policy_dir):
     tasks = [Task.from_row(r) for r in tiny_rows(1, 2)["val"]]
     assert generate(policy_dir, tasks, temperature=1.5, top_k=1) == generate(policy_dir, tasks)
+
+
+# A generate job on one of two GPUs with vLLM, which this machine cannot install: a stand-in whose
+# LLM forks its engine core as vLLM 0.10 does and whose llm_engine.engine_core.shutdown() ends it as
+# vLLM's SyncMPClient does (terminate, wait up to 5 s, kill), after a second of teardown; like vLLM's,
+# the client also shuts down from an exit handler (weakref.finalize), which a terminated job never runs.
+VLLM_JOB = """
+import multiprocessing, os, runpy, sys, time, types, weakref
+from pathlib import Path
+
+mode, work = sys.argv[1], Path(sys.argv[2])
+
+
+def engine_core():
+    (work / "engine.pid").write_text(str(os.getpid()))
+    time.sleep(3600)
+
+
+def end(proc):
+    if proc.is_alive():
+        time.sleep(1.0)
+        proc.terminate()
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+class EngineCoreClient:
+    def __init__(self, proc):
+        self._finalizer = weakref.finalize(self, end, proc)
+
+    def shutdown(self):
+        self._finalizer()
+
+
+class LLM:
+    def __init__(self, **engine):
+        proc = multiprocessing.get_context("fork").Process(target=engine_core)
+        proc.start()
+        self.llm_engine = types.SimpleNamespace(engine_core=EngineCoreClient(proc))
+
+    def generate(self, prompts, params, use_tqdm=True):
+        (work / "generating").touch()
+        if mode == "error":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        time.sleep(3600)
+
+
+sys.modules["vllm"] = types.SimpleNamespace(LLM=LLM, SamplingParams=lambda **kwargs: kwargs)
+import audiobook_rl.agent.vllm_chat as vllm_chat
+import audiobook_rl.gpus as gpus
+from helpers import REPO, seed_config
+
+vllm_chat.check_vllm = lambda: []  # vLLM 0.10.2, as far as the stage can tell
+gpus.require_cuda = lambda n, key: None  # the GPUs are stand-ins: torch here is a CPU build
+smk = types.SimpleNamespace(
+    threads=1, rule="generate", wildcards=types.SimpleNamespace(step="1000"), resources=types.SimpleNamespace(gpu=1),
+    input=types.SimpleNamespace(model=str(work / "model"), tasks=str(work / "val.parquet"),
+                                create_prompt=str(REPO / "config/prompts/create.md"),
+                                rewrite_prompt=str(REPO / "config/prompts/rewrite.md")),
+    params=types.SimpleNamespace(generate=seed_config()["generate"]), output=[str(work / "outputs.jsonl")],
+    log=[str(work / "generate.log")],
+)
+runpy.run_path(str(REPO / "scripts/generate.py"), init_globals={"snakemake": smk})
+"""
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def free(lock: Path) -> bool:
+    """Whether the GPU lock ``lock`` can be taken now (taken and let go at once)."""
+    import fcntl
+    import os
+
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.slow  # a generate job in a process of its own
+@pytest.mark.parametrize("end", ["error", "sigterm"])
+def test_the_generate_job_ends_its_vllm_engine_before_it_frees_its_gpu(tmp_path, end):
+    """When generation fails, or Snakemake terminates the job, the engine process that holds the GPU
+    ends before the job's claim on the GPU does: a job waiting for the GPU never gets it while an
+    orphaned engine still holds its memory."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from audiobook_rl.files import write_parquet_rows
+    from audiobook_rl.policy.tokenizer import train_tokenizer
+    from helpers import REPO
+
+    train_tokenizer([(REPO / "config/prompts/create.md").read_text(encoding="utf-8")], 300).save_pretrained(tmp_path / "model")
+    write_parquet_rows(tmp_path / "val.parquet", tiny_rows(1, 1)["val"])
+    tests = Path(__file__).parent
+    env = {**os.environ, "AUDIOBOOK_RL_GPU_LOCKS": str(tmp_path / "locks"), "CUDA_VISIBLE_DEVICES": "0,1",
+           "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
+    job = subprocess.Popen([sys.executable, "-c", VLLM_JOB, end, str(tmp_path)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    engine = None
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "generating").exists():
+            assert job.poll() is None or end == "error", job.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "generation never started"
+            time.sleep(0.05)
+        engine = int((tmp_path / "engine.pid").read_text())
+        if end == "sigterm":
+            job.send_signal(signal.SIGTERM)
+        lock = tmp_path / "locks" / "gpu-0.lock"
+        deadline = time.monotonic() + 30
+        while not free(lock):
+            assert time.monotonic() < deadline, "the job never freed its GPU"
+            time.sleep(0.01)
+        assert not alive(engine), "the GPU was free while the engine still ran"
+        assert job.wait(timeout=30) == (1 if end == "error" else 128 + signal.SIGTERM)
+    finally:
+        job.kill()
+        job.wait()
+        if engine is not None and alive(engine):
+            os.kill(engine, signal.SIGKILL)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
@@ -145,7 +146,7 @@ def test_the_lock_is_the_cuda_12_8_seed_stack_the_preflight_accepts():
 
 
 def test_every_install_instruction_names_the_flash_attn_the_preflight_asks_for():
-    for path in (GPU_TXT, LOCK, REPO / "envs" / "gpu.yaml", REPO / "README.md"):
+    for path in (GPU_TXT, LOCK, REPO / "envs" / "gpu.yaml", REPO / "envs" / "gpu.post-deploy.sh", REPO / "README.md"):
         assert set(re.findall(r"flash-attn==(\S+)", path.read_text())) == {FLASH_ATTN_VERSION}, path
 
 
@@ -164,3 +165,15 @@ def test_snakemake_below_9_19_which_ignores_the_workflow_profile_is_outside_the_
                 if r.name == "snakemake"]  # fmt: skip
     assert not engine.specifier.contains("9.18.2") and engine.specifier.contains("9.19.0")
     assert Version(read_lock(LOCK.read_text())["snakemake"][0]) >= Version("9.19")
+
+
+def test_the_conda_gpu_environment_builds_flash_attn_after_the_lock():
+    """Snakemake runs ``<env>.post-deploy.sh`` in an environment it has just built from ``<env>.yaml``
+    (``--sdm conda``): the GPU environment's builds the flash-attn the preflight asks for, with the
+    preflight's command (after the lock's torch is in, without build isolation)."""
+    from snakemake.sourcecache import LocalSourceFile
+
+    script = LocalSourceFile(str(REPO / "envs" / "gpu.yaml")).replace_suffix([".yaml", ".yml"], ".post-deploy.sh")
+    text = Path(script.get_path_or_uri(secret_free=False)).read_text()
+    command = FLASH_ATTN_INSTALL.split("with: ")[1]
+    assert text.startswith("#!") and command in text.splitlines()

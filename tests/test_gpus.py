@@ -123,6 +123,46 @@ def test_a_forked_child_that_outlives_a_killed_job_holds_no_gpu(machine):
         os.kill(orphan, signal.SIGKILL)
 
 
+ENGINE_FORKER = """
+import os, sys, time
+from audiobook_rl.gpus import claim, shared_with_children
+claim(1, "resources.generate.gpu", holder="generate step 1000")
+with shared_with_children():
+    engine = os.fork()  # vLLM's engine core, which holds the GPU's memory
+    if engine == 0:
+        if os.fork() == 0:  # a process the engine forks in turn: it holds no claim
+            time.sleep(30)
+            os._exit(0)
+        time.sleep(300)
+        os._exit(0)
+runner = os.fork()  # forked after the block: holds no claim
+if runner == 0:
+    time.sleep(300)
+    os._exit(0)
+print(engine, runner, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_gpu_engine_of_a_killed_job_keeps_its_gpu_claimed_until_it_ends(machine):
+    job = subprocess.Popen([sys.executable, "-c", ENGINE_FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    engine, runner = map(int, job.stdout.readline().split())
+    try:
+        os.kill(job.pid, signal.SIGKILL)  # the stage is killed before it could end its engine
+        job.wait(timeout=30)
+        nxt = Claimer(2, "generate step 1400")
+        assert nxt.claimed(timeout=2.5) is None, "the next job got a GPU an orphaned engine still holds"
+        os.kill(engine, signal.SIGKILL)
+        assert nxt.claimed() == ("0,1", "0,1")  # the engine's own child and the runner hold nothing
+        nxt.release()
+    finally:
+        for pid in (engine, runner):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_a_job_needing_two_gpus_never_takes_one_of_them_while_the_other_is_held(machine):
     first = Claimer(2, "train_grpo")
     assert first.claimed() == ("0,1", "0,1")

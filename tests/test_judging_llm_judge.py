@@ -173,3 +173,43 @@ def test_local_openai_compatible_server_needs_no_key(tmp_path, monkeypatch):
         }
         v = make_judge(llm, backend="openai", model="qwen-judge").score(SOURCE, REFERENCE, REFERENCE_JSON)
     assert v.overall == 1.0
+
+
+def test_the_glm_judge_asks_glm_not_to_think(backend, tmp_path):
+    """GLM-4.7 thinks by default, and its reasoning counts against ``judge.max_tokens``: the GLM judge
+    sends the SDK's ``thinking`` field switched off; an OpenAI-compatible server gets no such field."""
+    with Loopback(lambda kind, body, n: answer(judge_reply(0.5))) as server:
+        score(judge_for(backend, server, tmp_path))
+    body = server.requests[0]["body"]
+    if backend == "glm":
+        assert body["thinking"] == {"type": "disabled"}
+    else:
+        assert "thinking" not in body
+
+
+def thought_it_through(kind, body, n):
+    """A thinking model whose reasoning took every token: an empty reply that stopped at the length."""
+    return Reply(body=chat_completion("", completion_tokens=1024, reasoning="让我逐项比较……" * 200, finish_reason="length"))
+
+
+def test_an_empty_reply_is_a_judge_failure_with_its_reason_and_is_not_kept(backend, tmp_path):
+    with Loopback(thought_it_through) as server:
+        v = score(judge_for(backend, server, tmp_path))
+        assert server.count == 1  # not shown back to the model as a malformed reply: it would think again
+        assert v.overall is None and v.scores == dict.fromkeys(DIMENSIONS)
+        assert "empty reply" in v.error and "finish_reason 'length'" in v.error and "reasoning" in v.error
+        # an empty reply is not cached: a rerun asks again
+        score(judge_for(backend, server, tmp_path))
+        assert server.count == 2
+
+
+def test_scoring_stops_at_its_deadline_whatever_is_left_of_its_tries(backend, tmp_path):
+    import time
+
+    with Loopback(lambda kind, body, n: answer("我觉得还不错。", delay=0.3)) as server:  # no JSON, slowly
+        judge = judge_for(backend, server, tmp_path)
+        started = time.monotonic()
+        v = judge.score(SOURCE, REFERENCE, REFERENCE_JSON, deadline=started + 0.5)
+        elapsed = time.monotonic() - started
+    assert v.overall is None and "deadline" in v.error
+    assert elapsed < 1.0 and server.count <= 2  # a reply in flight at the deadline is cut off; no third is asked

@@ -8,6 +8,7 @@ below it, never one above. Every import statement counts, also inside functions 
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -125,3 +126,72 @@ def test_every_module_is_used_by_the_package_the_workflow_or_a_benchmark():
     # A package is imported whenever one of its modules is.
     used |= {".".join(name.split(".")[:i]) for name in used for i in range(1, name.count(".") + 1)}
     assert sorted(set(MODULES) - used) == []
+
+
+def import_circles(modules: dict[str, Path]) -> list[list[str]]:
+    """Groups of modules that import each other in a circle, each sorted. An import of a package's
+    ``__init__`` (``from . import stats`` names the package too) does not count: it runs no module
+    of the circle unless the ``__init__`` itself imports one, which is then an edge of its own."""
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
+    graph = {name: {t for t in package_imports(path) if t != name and t not in packages}
+             for name, path in modules.items()}
+    circles, done = [], set()
+    for start in graph:
+        if start in done:
+            continue
+        reach = _reachable(graph, start)
+        circle = sorted(n for n in reach if start in _reachable(graph, n)) if start in reach else []
+        done |= set(circle)
+        if circle:
+            circles.append(circle)
+    return circles
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), list(graph[start])
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph.get(name, ()))
+    return seen
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    assert import_circles(MODULES) == []
+
+
+def test_the_circle_check_names_modules_that_import_each_other(tmp_path):
+    steps = tmp_path / "steps.py"
+    steps.write_text(MODULES["audiobook_rl.steps"].read_text(encoding="utf-8") + "\n\ndef f():\n    from audiobook_rl import files\n",
+                     encoding="utf-8")
+    files = tmp_path / "files.py"
+    files.write_text(MODULES["audiobook_rl.files"].read_text(encoding="utf-8") + "\n\ndef g():\n    from audiobook_rl import steps\n",
+                     encoding="utf-8")
+    circles = import_circles({**MODULES, "audiobook_rl.steps": steps, "audiobook_rl.files": files})
+    assert ["audiobook_rl.files", "audiobook_rl.steps"] in circles
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """The top-level names of the packages outside this one that the file at ``path`` imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names - {PACKAGE}
+
+
+def test_the_verl_backend_is_one_package_apart_from_the_local_backend():
+    """Every module that runs verl or Agent Lightning for training sits in ``training.verl`` (the
+    agent's rollout for Agent Lightning is the agent stage's: ``agent.lightning``), and the
+    registry's verl backend runs and exports from there."""
+    verl = f"{PACKAGE}.training.verl"
+    outside = sorted(name for name, path in MODULES.items()
+                     if third_party_imports(path) & {"verl", "agentlightning"}
+                     and not (name == verl or name.startswith(verl + ".")) and name != f"{PACKAGE}.agent.lightning")
+    assert outside == []
+    backend = backends.get("train", "verl")
+    assert all(target.startswith(verl + ".") for target in (backend.run, backend.export))

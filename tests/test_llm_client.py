@@ -272,3 +272,36 @@ def test_progress_bar_on_a_terminal_and_lines_in_the_log(tmp_path, caplog):
                 logger.removeHandler(caplog.handler)
     assert "asked: 4/4 (100%)" in caplog.text
     assert "item-1: anthropic claude-test, 120 tokens in, 30 out" in caplog.text  # per-call accounting
+
+
+def test_a_retry_that_would_start_after_the_deadline_is_not_waited_for(tmp_path):
+    # The server asks for 600 s; the caller (a rollout's judge) has one second left.
+    with Loopback(lambda kind, body, n: Reply(429, headers={"retry-after": "600"})) as server:
+        with llm.session(settings(server, tmp_path, timeout_s=120, max_tries=6)) as s:
+            started = time.monotonic()
+            with pytest.raises(llm.LLMError, match=r"item-1: anthropic model claude-test gave up after 1 try: .*deadline"):
+                s.client("anthropic", "test").complete(request(), deadline=started + 1.0)
+            elapsed = time.monotonic() - started
+    assert server.count == 1 and elapsed < 1.0
+
+
+def test_a_request_in_flight_at_the_deadline_times_out_then(tmp_path):
+    with Loopback(lambda kind, body, n: Reply(hang=True)) as server:
+        with llm.session(settings(server, tmp_path, timeout_s=120, max_tries=6)) as s:
+            started = time.monotonic()
+            with pytest.raises(llm.LLMError, match=r"item-1: .*deadline"):
+                s.client("anthropic", "test").complete(request(), deadline=started + 1.0)
+            elapsed = time.monotonic() - started
+    assert 0.9 <= elapsed < 2.5
+
+
+def test_a_rate_limit_slot_after_the_deadline_is_not_waited_for(tmp_path):
+    with Loopback(lambda kind, body, n: answer()) as server:
+        with llm.session(settings(server, tmp_path, rate_limit_per_minute={"anthropic": 6})) as s:
+            client = s.client("anthropic", "test")
+            client.complete(request("first"))  # takes this minute's slot; the next starts 10 s later
+            started = time.monotonic()
+            with pytest.raises(llm.LLMError, match=r"item-1: .*rate limit.*deadline"):
+                client.complete(request("second"), deadline=started + 1.0)
+            assert time.monotonic() - started < 1.0
+    assert server.count == 1

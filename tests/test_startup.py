@@ -92,3 +92,36 @@ def test_this_machine_has_no_usable_gpu(monkeypatch):
     # The count a real run uses, asked of torch in a child process.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert usable_gpus() == 0
+
+
+def test_jobs_in_conda_environments_are_not_judged_by_the_workflows_packages(monkeypatch):
+    """Under `--sdm conda` a GPU job runs in envs/gpu.yaml, which Snakemake builds, not in the
+    workflow's Python: the packages the workflow's Python lacks are no problem of the job (its stage
+    checks its own environment in its first second), while too few GPUs still are."""
+    monkeypatch.setattr(preflight, "installed", lambda name: None)  # no verl, vLLM or flash-attn here
+    config = copy.deepcopy(CONFIG)
+    config["train"]["backend"], config["generate"]["backend"] = "verl", "vllm"
+    rules = {"train_grpo", "generate"}
+    assert any("vllm is not installed" in p for p in check_jobs(config, rules, STORY, count=lambda: 2))
+    assert check_jobs(config, rules, STORY, count=lambda: 2, conda=True) == []
+    assert check_jobs(config, rules, STORY, count=lambda: 0, conda=True) == [
+        "config key 'generate.backend' = 'vllm' needs 1 GPU(s) on this node but 0 are visible; run on a GPU machine "
+        "or lower config key 'generate.backend' = 'vllm'.",
+        "config key 'train.gpus_per_node' needs 2 GPU(s) on this node but 0 are visible; run where that many GPUs are "
+        "visible, or train on the CPU with train.backend: local.",
+    ]
+
+
+def test_conda_deployment_is_read_from_snakemakes_settings():
+    from snakemake.settings.types import DeploymentMethod, DeploymentSettings
+
+    from audiobook_rl.startup import uses_conda
+
+    assert uses_conda(DeploymentSettings(deployment_method={DeploymentMethod.CONDA}))
+    assert not uses_conda(DeploymentSettings())
+    assert not uses_conda(DeploymentSettings(deployment_method={DeploymentMethod.APPTAINER}))
+
+
+def test_the_workflow_skips_the_package_check_of_jobs_in_conda_environments():
+    onstart = (REPO / "rules" / "common.smk").read_text().split("onstart:")[1].split("\n\n\n")[0]
+    assert "uses_conda(workflow.deployment_settings)" in onstart and "conda=" in onstart

@@ -1,7 +1,7 @@
 """The verl backend's orchestration around ``trainer.fit``, driven through Agent Lightning's real
 training loop with verl's real checkpoints and dataloader (tests/helpers/agl_loop.py; only the
 rollouts, the update and the FSDP shards are stubbed): the config it hands over, the environment the
-training process gets, one log per attempt, resume and its fingerprint, and the outputs."""
+training process gets, the per-step record, resume and its fingerprint, and the outputs."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ import pytest
 from audiobook_rl import preflight
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import read_jsonl
-from audiobook_rl.training import TrainingJob, verl_backend
-from audiobook_rl.training.verl_daemon import RewardedGroupsDaemon
+from audiobook_rl.training import TrainingJob
+from audiobook_rl.training.verl import backend as verl_backend
+from audiobook_rl.training.verl import environment
+from audiobook_rl.training.verl.daemon import RewardedGroupsDaemon
+from audiobook_rl.training.verl.trainer import SeedTrainer
 from helpers import make_judge, seed_config
-from helpers.agl_loop import FakeAgentLightning, Killed, clean_env, logged_steps, rows
+from helpers.agl_loop import VALIDATE_S, FakeAgentLightning, Killed, clean_env, recorded_steps, rows
 
 # 16 rows in batches of 8: 2 steps per epoch, so every save (every 2 steps) falls on an epoch's end.
 TRAIN = {**seed_config()["train"], "total_steps": 6, "save_freq": 2, "test_freq": 2}
@@ -29,7 +32,7 @@ TRAIN_ROWS, VAL_ROWS = rows(16), rows(4, "v")
 @pytest.fixture
 def backend(monkeypatch):
     """run_verl with Agent Lightning replaced by its loop on CPU; returns a function making the fake."""
-    clean_env(monkeypatch, [*verl_backend.training_env("x"), verl_backend.RAY_JOB_CONFIG])
+    clean_env(monkeypatch, [*environment.training_env("x"), environment.RAY_JOB_CONFIG])
     monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
     monkeypatch.setattr(verl_backend.gpus, "claim", lambda *a, **k: [])
     started = []
@@ -59,13 +62,17 @@ def test_run_verl_hands_over_the_checked_config_and_writes_our_outputs(tmp_path,
     assert loop.config.actor_rollout_ref.model.path == str((tmp_path / "results" / "step_0").resolve())
     # rollouts without a reward drop their group instead of scoring 0
     assert fake.daemon_classes == [RewardedGroupsDaemon]
-    assert os.environ["VERL_FILE_LOGGER_PATH"] == str((out / "verl_logs" / "attempt_001.jsonl").resolve())
+    # the trainer writes the per-step record whose path the environment gives
+    assert fake.trainer_classes == [SeedTrainer]
+    assert os.environ[environment.STEP_RECORD] == str((out / "steps.jsonl").resolve())
+    # Agent Lightning's store listens on a port of this training's own
+    assert fake.ports[0] != 4747
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     # litellm 1.80 and Agent Lightning 0.3.0 read no master-key variable: none is set
     assert "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY" not in os.environ
     # the same variables reach Ray's workers, also those of a cluster started elsewhere (tests/test_training_verl_ray.py)
-    ray_env = json.loads(os.environ[verl_backend.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
-    assert ray_env["VERL_FILE_LOGGER_PATH"] == os.environ["VERL_FILE_LOGGER_PATH"]
+    ray_env = json.loads(os.environ[environment.RAY_JOB_CONFIG])["runtime_env"]["env_vars"]
+    assert ray_env[environment.STEP_RECORD] == os.environ[environment.STEP_RECORD]
     # one node and no RAY_ADDRESS: a Ray of this job's own is started before Agent Lightning's ray.init
     assert fake.ray_started == [True]
     assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6]
@@ -138,8 +145,7 @@ def test_other_settings_or_inputs_start_over_instead_of_resuming(tmp_path, backe
 
     # the new run trained every step from the start; nothing of the old one is merged in
     assert [s for s, _ in retrain.fits[0].trained] == [1, 2, 3, 4, 5, 6]
-    assert [p.name for p in sorted((out / "verl_logs").glob("*.jsonl"))] == ["attempt_001.jsonl"]
-    assert logged_steps(out / "verl_logs") == [0, 1, 2, 3, 4, 5, 6]
+    assert recorded_steps(out / "steps.jsonl") == [0, 1, 2, 3, 4, 5, 6]
     assert json.loads((out / "checkpoints" / "run.json").read_text()) == {"fingerprint": "run-b"}
     assert "holds checkpoints of other settings or inputs: starting over" in caplog.text
 
@@ -165,3 +171,92 @@ def test_resume_after_a_kill_at_an_epoch_end_trains_the_remaining_steps(tmp_path
     # What differs (the restored sampler replays the shuffle of the epoch that ended): the batches
     # after the resume are those of epoch 2 again, not the uninterrupted run's epoch 3.
     assert resumed.fits[0].trained[0][1] == uninterrupted[2][1]
+
+
+SIDE_BY_SIDE = """
+import asyncio, json, sys, time
+import agentlightning as agl
+from audiobook_rl.training.verl.backend import make_trainer
+
+REWARD = float(sys.argv[1])
+
+
+class Collect(agl.Algorithm):
+    '''Stands in for agl.VERL: enqueues the tasks, waits for their rollouts, writes their rewards.'''
+
+    async def run(self, train_dataset=None, val_dataset=None):
+        store = self.get_store()
+        llm = agl.LLM(endpoint="http://127.0.0.1:9/v1", model="policy")  # never called
+        resources = await store.update_resources("main", {"main_llm": llm})
+        rollouts = [await store.enqueue_rollout(input=row, mode="train", resources_id=resources.resources_id)
+                    for row in train_dataset]
+        rewards = {}
+        while len(rewards) < len(rollouts):
+            for rollout in rollouts:
+                done = await store.get_rollout_by_id(rollout.rollout_id)
+                if done.status in ("succeeded", "failed", "cancelled") and rollout.rollout_id not in rewards:
+                    rewards[rollout.rollout_id] = agl.find_final_reward(await store.query_spans(rollout.rollout_id))
+            await asyncio.sleep(0.2)
+        with open(sys.argv[2], "w") as out:
+            json.dump(list(rewards.values()), out)
+
+
+@agl.rollout
+def agent(task, llm):
+    time.sleep(0.5)  # long enough for the two trainings to overlap
+    return REWARD
+
+
+make_trainer(agl, Collect(), n_runners=2).fit(agent, [{"i": i} for i in range(8)])
+"""
+
+
+@pytest.mark.slow  # two Agent Lightning trainings in processes of their own
+def test_two_trainings_on_one_machine_each_keep_their_rollouts(tmp_path):
+    """Each training's store listens on a port of its own, and its runners ask that store: the
+    rollouts of one training are never taken by the runners of the other."""
+    import subprocess
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    runs = {}
+    for reward in (0.25, 0.75):
+        out = tmp_path / f"rewards-{reward}.json"
+        runs[reward] = (out, subprocess.Popen([sys.executable, "-c", SIDE_BY_SIDE, str(reward), str(out)], cwd=tmp_path,
+                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        time.sleep(2)  # the second starts while the first is running
+    for reward, (out, proc) in runs.items():
+        try:
+            log, _ = proc.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            log, _ = proc.communicate()
+        assert proc.returncode == 0, log[-3000:]
+        assert json.loads(out.read_text()) == [reward] * 8, "a training took rollouts of the other"
+
+
+def test_seconds_per_step_include_the_validation(tmp_path, backend):
+    """verl's timing_s/step leaves out the validation (and the checkpoint) of the step; the seconds of
+    metrics.jsonl are the wall time from one step's end to the next."""
+    backend()
+    metrics, summary = run(tmp_path / "train")
+    seconds = {m["step"]: m.get("seconds") for m in metrics}
+    assert seconds[0] is None  # the step-0 validation trains nothing
+    assert all(seconds[s] >= VALIDATE_S for s in (2, 4, 6))  # the validated steps
+    assert summary["mean_seconds_per_step"] >= 3 * VALIDATE_S / 6
+
+
+def test_the_step_record_is_on_disk_by_each_step_and_keeps_one_line_per_step_across_a_resume(tmp_path, backend):
+    out = tmp_path / "train"
+    backend(kill_at=5)  # killed in step 5, after the checkpoint of step 4
+    with pytest.raises(Killed):
+        run(out)
+        # (the traceback keeps the training's objects alive, as a killed process keeps nothing)
+    assert recorded_steps(out / "steps.jsonl") == [0, 1, 2, 3, 4]
+    backend()
+    metrics, _ = run(out)
+    # the resumed run validates step 4 again (val_before_train): its line is updated, not repeated
+    assert recorded_steps(out / "steps.jsonl") == [0, 1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in metrics if "val_reward" in m] == [0, 2, 4, 6]

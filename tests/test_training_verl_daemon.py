@@ -14,7 +14,7 @@ from helpers import seed_config
 from agentlightning import RolloutLegacy, Triplet  # noqa: E402
 from agentlightning.verl.daemon import AgentModeDaemon  # noqa: E402
 
-from audiobook_rl.training.verl_daemon import RewardedGroupsDaemon  # noqa: E402
+from audiobook_rl.training.verl.daemon import RewardedGroupsDaemon  # noqa: E402
 
 # Two tasks (groups) of two rollouts each, create + rewrite per rollout: task B's judge failed once.
 REWARDS = {("A", 0): 0.75, ("A", 1): 0.25, ("B", 0): 0.5, ("B", 1): None}
@@ -70,7 +70,7 @@ def test_a_step_where_no_task_has_a_reward_stops_instead_of_training_on_nothing(
 
 def test_the_shuffled_reward_control_permutes_the_step_rewards_before_the_batch(monkeypatch):
     from audiobook_rl.compare.control import shuffle_rewards
-    from audiobook_rl.training.verl_backend import SHUFFLE_SEED, training_env
+    from audiobook_rl.training.verl.environment import SHUFFLE_SEED, training_env
 
     assert SHUFFLE_SEED not in training_env("log.jsonl") and training_env("log.jsonl", 1)[SHUFFLE_SEED] == "1"
     monkeypatch.setenv(SHUFFLE_SEED, "1")
@@ -95,3 +95,38 @@ def test_without_the_seed_the_rewards_are_the_judge_s():
     _, metrics = d.get_train_data_batch(16, 8, torch.device("cpu"), global_steps=7)
     assert [d._completed_rollouts_v0[r].final_reward for r in ("A0", "A1", "B0", "B1")] == [0.75, 0.25, 0.5, None]
     assert metrics["training/reward_shuffled"] == 0
+
+
+# Judge scores 0.001 apart: bfloat16 (8 bits of mantissa) holds about 0.002 near 0.5.
+CLOSE = {("A", k): 0.501 + 0.001 * k for k in range(4)}
+
+
+def grpo_advantages(cls, rewards=CLOSE):
+    """The batch's rewards and verl's GRPO advantages of it, computed as Agent Lightning's trainer does."""
+    from verl.trainer.ppo.ray_trainer import compute_advantage, compute_response_mask
+
+    batch, _ = daemon(cls, rewards=rewards).get_train_data_batch(16, 8, torch.device("cpu"), global_steps=1)
+    batch.non_tensor_batch["uid"] = batch.non_tensor_batch["data_id_list"]
+    batch.batch["response_mask"] = compute_response_mask(batch)
+    batch.batch["token_level_rewards"] = batch.batch["token_level_scores"]
+    batch = compute_advantage(batch, adv_estimator="grpo", num_repeat=4, norm_adv_by_std_in_grpo=True)
+    return batch.batch["token_level_scores"].sum(-1), batch.batch["advantages"][:, 0]
+
+
+def test_rewards_reach_the_grpo_advantage_in_float32():
+    from audiobook_rl.training.grpo import group_advantages
+
+    rewards, advantages = grpo_advantages(RewardedGroupsDaemon)
+    judged = [CLOSE[("A", k)] for k in range(4) for _call in range(2)]  # create and rewrite share the reward
+    assert rewards.dtype == torch.float32 and rewards.tolist() == pytest.approx(judged, abs=1e-6)
+    # the advantages the local backend computes from the same rewards (float64)
+    assert advantages.tolist() == pytest.approx(group_advantages(judged, ["A"] * 8), abs=1e-4)
+
+
+def test_agent_lightning_alone_rounds_the_rewards_to_bfloat16():
+    from audiobook_rl.training.grpo import group_advantages
+
+    rewards, advantages = grpo_advantages(AgentModeDaemon)
+    judged = [CLOSE[("A", k)] for k in range(4) for _call in range(2)]
+    assert rewards.dtype == torch.bfloat16
+    assert advantages.tolist() != pytest.approx(group_advantages(judged, ["A"] * 8), abs=0.1)

@@ -3,7 +3,7 @@
 A Ray head is started apart (as ``ray start`` on a training node would be), and a driver connects to
 it through ``RAY_ADDRESS`` and calls ``ray.init`` the way Agent Lightning's ``run_ppo`` does. A worker
 of that cluster does not inherit the driver's environment: without ``hand_env_to_ray`` verl's trainer
-would not see ``VERL_FILE_LOGGER_PATH`` and would log nowhere.
+would not see the path of the training's per-step record (``STEP_RECORD``) and would record nothing.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from audiobook_rl.training.verl_backend import RAY_JOB_CONFIG, hand_env_to_ray, training_env
+from audiobook_rl.training.verl.environment import RAY_JOB_CONFIG, STEP_RECORD, hand_env_to_ray, training_env
 
 pytestmark = pytest.mark.slow
 
 DRIVER = """
 import json, os, sys
 import ray
-from audiobook_rl.training.verl_backend import hand_env_to_ray, training_env
+from audiobook_rl.training.verl.environment import STEP_RECORD, hand_env_to_ray, training_env
 
 env = training_env(sys.argv[1])
 os.environ.update(env)
@@ -38,7 +38,7 @@ ray.init(runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG
 
 @ray.remote
 def worker_env():
-    return {k: os.environ.get(k) for k in ("VERL_FILE_LOGGER_PATH", "LITELLM_LOCAL_MODEL_COST_MAP", "NCCL_DEBUG")}
+    return {k: os.environ.get(k) for k in (STEP_RECORD, "LITELLM_LOCAL_MODEL_COST_MAP", "NCCL_DEBUG")}
 
 print(json.dumps(ray.get(worker_env.remote())))
 """
@@ -90,23 +90,23 @@ def worker_env(address: str, log: Path, mode: str) -> dict:
 
 
 def test_workers_of_an_existing_cluster_get_the_training_environment(ray_cluster, tmp_path):
-    log = tmp_path / "verl_logs" / "attempt_001.jsonl"
+    log = tmp_path / "train" / "steps.jsonl"
     # The gap this closes: a cluster worker sees Agent Lightning's variables but none of the driver's.
     assert worker_env(ray_cluster, log, "inherited") == {
-        "VERL_FILE_LOGGER_PATH": None, "LITELLM_LOCAL_MODEL_COST_MAP": None, "NCCL_DEBUG": "WARN",
+        STEP_RECORD: None, "LITELLM_LOCAL_MODEL_COST_MAP": None, "NCCL_DEBUG": "WARN",
     }  # fmt: skip
     assert worker_env(ray_cluster, log, "handed") == {
-        "VERL_FILE_LOGGER_PATH": str(log.resolve()), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NCCL_DEBUG": "WARN",
+        STEP_RECORD: str(log.resolve()), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NCCL_DEBUG": "WARN",
     }  # fmt: skip
 
 
 def test_a_submitted_job_keeps_its_runtime_env_and_the_training_variables_win(monkeypatch):
-    submitted = {"runtime_env": {"env_vars": {"A": "1", "VERL_FILE_LOGGER_PATH": "/old"}, "pip": ["x"]}, "metadata": {"k": "v"}}
+    submitted = {"runtime_env": {"env_vars": {"A": "1", STEP_RECORD: "/old"}, "pip": ["x"]}, "metadata": {"k": "v"}}
     monkeypatch.setenv(RAY_JOB_CONFIG, json.dumps(submitted))
-    hand_env_to_ray({"VERL_FILE_LOGGER_PATH": "/new", "B": "2"})
+    hand_env_to_ray({STEP_RECORD: "/new", "B": "2"})
     job = json.loads(os.environ[RAY_JOB_CONFIG])
     assert job == {
-        "runtime_env": {"env_vars": {"A": "1", "VERL_FILE_LOGGER_PATH": "/new", "B": "2"}, "pip": ["x"]},
+        "runtime_env": {"env_vars": {"A": "1", STEP_RECORD: "/new", "B": "2"}, "pip": ["x"]},
         "metadata": {"k": "v"},
     }
 
@@ -115,7 +115,7 @@ LOCAL_DRIVER = """
 import json, sys
 from types import SimpleNamespace
 import ray
-from audiobook_rl.training import verl_backend
+from audiobook_rl.training.verl import backend as verl_backend
 from helpers import seed_config
 
 class Trainer:

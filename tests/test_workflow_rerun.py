@@ -270,7 +270,7 @@ def test_touching_every_input_reruns_nothing(run):
         # backends the config does not choose (generate: hf, train: local)
         ("src/audiobook_rl/agent/vllm_chat.py", set()),
         ("src/audiobook_rl/agent/lightning.py", set()),
-        ("src/audiobook_rl/training/verl_config.py", set()),
+        ("src/audiobook_rl/training/verl/config.py", set()),
     ],
     ids=["report-module", "rubric-judge", "rule-labeler", "schema-module", "vllm-chat", "agent-lightning", "verl-config"],
 )

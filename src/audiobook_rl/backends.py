@@ -19,8 +19,8 @@ What each stage's function takes and returns (one interface per stage):
 - ``judge`` (rule judge) and ``train.reward`` (rule train_grpo): ``judge(settings, llm) -> Judge``
   with ``backend``, ``model``, ``score(...) -> Verdict`` and ``score_many(cases)``
   (:mod:`audiobook_rl.judging`);
-- ``generate`` (rule generate): ``client(model_dir, settings, device) -> ChatClient``
-  (:mod:`audiobook_rl.agent.episode`);
+- ``generate`` (rule generate): ``client(model_dir, settings, device) -> ChatClient`` with ``close()``,
+  which ends what the client started (vLLM's engine process) (:mod:`audiobook_rl.agent.episode`);
 - ``train`` (rules train_grpo and export_checkpoint): ``train_stage(job: TrainingJob) -> summary`` and
   ``export_stage(job: ExportJob) -> step`` (:mod:`audiobook_rl.training`).
 """
@@ -82,9 +82,9 @@ REGISTRY: dict[str, dict[str, Backend]] = {
     "train": {
         "local": Backend("local", "audiobook_rl.training.local_grpo:train_stage", gpu_keys=("resources.train_grpo.gpu",),
                          export="audiobook_rl.training.export_local:export_stage"),
-        "verl": Backend("verl", "audiobook_rl.training.verl_backend:train_stage", stack="verl",
+        "verl": Backend("verl", "audiobook_rl.training.verl.backend:train_stage", stack="verl",
                         gpu_keys=("train.nnodes", "train.gpus_per_node"),
-                        export="audiobook_rl.training.export_verl:export_stage"),
+                        export="audiobook_rl.training.verl.export:export_stage"),
     },
 }
 REGISTRY["train.reward"] = REGISTRY["judge"]  # the training reward is a judge

@@ -7,7 +7,11 @@ claims its GPUs before CUDA starts: one exclusive lock per device, released when
 however it ends (even on SIGKILL), and ``CUDA_VISIBLE_DEVICES`` set to the claimed devices, so the
 job's ``cuda:0`` is its first claimed GPU and its Ray or vLLM workers see only its own. The locks
 belong to the job's process alone: a process it forks (Agent Lightning's runners, a multiprocessing
-worker) does not keep them, so an orphan left behind by a killed job holds no GPU.
+worker) does not keep them, so an orphan left behind by a killed job holds no GPU, unless it is
+forked to use the GPU (vLLM's engine, :func:`shared_with_children`): then the claim lasts until
+that process has ended too, and a killed job's orphaned engine keeps its GPU claimed, not free for
+the next job to run out of memory on. :func:`claimed` holds a claim for a block and ends it at the
+block's end, after what the block started on the GPU has ended, also when the job is terminated.
 
 The candidates are the entries of ``CUDA_VISIBLE_DEVICES`` if it is set, else every GPU that
 ``nvidia-smi`` lists. When the environment already gives the job exactly the GPUs it needs (a Slurm
@@ -22,11 +26,15 @@ import fcntl
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .errors import UserError
 
@@ -40,20 +48,44 @@ POLL_S = 1.0
 # so it would fork, and the engine would die with "Cannot re-initialize CUDA in forked subprocess".
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 _held: list[int] = []  # open lock files: a claim lasts as long as the process
+_shared = False  # while set, a forked child keeps the claims (shared_with_children)
 
 
 def _drop_claims_in_child() -> None:
     """In a forked child: close the inherited lock descriptors (the parent's locks stay; a flock
-    ends when every descriptor of it is closed, so an orphaned child would otherwise keep it)."""
+    ends when every descriptor of it is closed, so an orphaned child would otherwise keep it),
+    unless the child was forked to use the GPU; its own children drop them."""
+    global _shared
+    if _shared:
+        _shared = False
+        return
+    release()
+
+
+os.register_at_fork(after_in_child=_drop_claims_in_child)
+
+
+@contextmanager
+def shared_with_children() -> Iterator[None]:
+    """The processes forked in this block keep this process's GPU claims until they end (a GPU
+    engine's process, e.g. vLLM's): a job killed with them alive leaves its GPUs claimed, not free."""
+    global _shared
+    _shared = True
+    try:
+        yield
+    finally:
+        _shared = False
+
+
+def release() -> None:
+    """End this process's GPU claims (a process that forked with :func:`shared_with_children` holds
+    them until it ends too)."""
     for fd in _held:
         try:
             os.close(fd)
         except OSError:
             pass
     _held.clear()
-
-
-os.register_at_fork(after_in_child=_drop_claims_in_child)
 
 
 def lock_dir() -> Path:
@@ -122,6 +154,30 @@ def claim(n: int, key: str, holder: str = "", fix: str = CPU_FIX) -> list[str]:
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(chosen)
     log.info("claimed GPU(s) %s of %s", ",".join(chosen), ",".join(visible))
     return chosen
+
+
+@contextmanager
+def claimed(n: int, key: str, holder: str = "", fix: str = CPU_FIX) -> Iterator[list[str]]:
+    """:func:`claim` for the block, ended at its end, whose cleanup (``with`` and ``finally``) ends
+    what it started on the GPUs first, also when the job is terminated: SIGTERM (Snakemake's, a
+    cluster's) becomes ``SystemExit`` in the block, instead of ending the process where it stands."""
+    devices = claim(n, key, holder, fix)
+    terminate = _exit_on_sigterm() if devices and threading.current_thread() is threading.main_thread() else None
+    try:
+        yield devices
+    finally:
+        if terminate is not None:
+            signal.signal(signal.SIGTERM, terminate)
+        release()
+
+
+def _exit_on_sigterm():
+    """Make SIGTERM raise ``SystemExit`` (status 143, as the signal's); returns the handler it replaces."""
+
+    def exit_now(signum, frame):
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, exit_now)
 
 
 def _lock(visible: list[str], n: int, holder: str) -> list[str]:

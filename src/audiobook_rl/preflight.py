@@ -137,17 +137,19 @@ GPU_FIX = {"train.gpus_per_node": VERL_GPUS_FIX}
 
 
 def check_stack(stack: str, version: Callable[[str], str | None] | None = None,
-                count: Callable[[], int] | None = None) -> list[str]:
-    """What the GPU stack ``stack`` of a backend (:attr:`audiobook_rl.backends.Backend.stack`) needs."""
+                count: Callable[[], int] | None = None, packages: bool = True) -> list[str]:
+    """What the GPU stack ``stack`` of a backend (:attr:`audiobook_rl.backends.Backend.stack`) needs:
+    its packages (unless ``packages`` is off: they are another environment's) and a GPU."""
     if stack == "vllm":
-        return check_vllm(version) + check_gpus(1, "config key 'generate.backend' = 'vllm'", count)
-    return check_training_stack(version)
+        return (check_vllm(version) if packages else []) + check_gpus(1, "config key 'generate.backend' = 'vllm'", count)
+    return check_training_stack(version) if packages else []
 
 
 def check_backend(backend: backends.Backend, config: dict, *, version: Callable[[str], str | None] | None = None,
-                  count: Callable[[], int] | None = None) -> list[str]:
-    """What ``backend`` needs on this machine and lacks: its GPU stack and its GPUs."""
-    problems = check_stack(backend.stack, version, count) if backend.stack else []
+                  count: Callable[[], int] | None = None, packages: bool = True) -> list[str]:
+    """What ``backend`` needs on this machine and lacks: its GPU stack (its packages unless
+    ``packages`` is off) and its GPUs."""
+    problems = check_stack(backend.stack, version, count, packages) if backend.stack else []
     n = backend.gpus_per_node(config)
     if n > 0:
         key = backend.gpu_keys[-1]

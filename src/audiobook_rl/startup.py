@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 from . import backends
 from .corpus import count_slices, read_text, too_few_slices
 from .errors import UserError
-from .gpus import CPU_FIX
+from .gpus import CPU_FIX, visible_gpus
 from .paths import repo_file
 from .preflight import check_backend, check_gpus, check_keys
 from .steps import check_eval_steps
@@ -76,12 +76,31 @@ def usable_gpus() -> int:
     return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
 
 
-def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Callable[[], int] = usable_gpus) -> list[str]:
+def driver_gpus() -> int:
+    """The GPUs the driver shows (``CUDA_VISIBLE_DEVICES``, else ``nvidia-smi``), for jobs whose torch
+    is another environment's."""
+    return len(visible_gpus())
+
+
+def uses_conda(deployment_settings) -> bool:
+    """Whether jobs run in their rules' conda environments (``--sdm conda``), given Snakemake's
+    ``workflow.deployment_settings``."""
+    from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+    return DeploymentMethod.CONDA in deployment_settings.deployment_method
+
+
+def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Callable[[], int] | None = None,
+               conda: bool = False) -> list[str]:
     """What the jobs of ``rules`` (those about to run on this machine) need and lack: excerpts for
     the warm start of the built policy, and the GPUs and GPU stack of the backends they run, as the
-    stages check them when they start."""
+    stages check them when they start.
+
+    With ``conda`` (``--sdm conda``) the jobs run in environments Snakemake builds (envs/*.yaml), not
+    in this Python: their packages are not checked here (each stage checks its own in its first
+    second) and GPUs are counted from the driver, not by this Python's torch."""
     rules = set(rules)
-    count = functools.cache(count)  # asking torch takes seconds
+    count = functools.cache(count or (driver_gpus if conda else usable_gpus))  # asking torch takes seconds
     problems = []
     if "build_policy" in rules and not config["policy"]["pretrained"]:
         problems += check_corpus(corpus, config, ["policy.warm_start.windows_per_draw"])
@@ -91,5 +110,5 @@ def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Ca
     for rule in sorted(rules):
         for _, backend, entry in backends.of_rule(config, rule):
             if entry == "run":  # a backend's GPUs and stack are those of its work; exports run on the CPU
-                problems += check_backend(backend, config, count=count)
+                problems += check_backend(backend, config, count=count, packages=not conda)
     return list(dict.fromkeys(problems))

@@ -1,16 +1,18 @@
 """Agent Lightning's real training loop on CPU, with only the GPU work stubbed.
 
-``LoopTrainer`` is ``agentlightning.verl.trainer.AgentLightningTrainer`` itself: its ``fit`` loop
-(epochs, last step, validation and save schedule, val_before_train), verl 0.6.1's own
-``_create_dataloader`` (the seeded sampler, ``StatefulDataLoader`` with verl's worker count),
-``_save_checkpoint`` / ``_load_checkpoint`` (``data.pt``, ``latest_checkpointed_iteration.txt``,
-``resume_mode``) and verl's file logger. Stubbed: the rollouts and the update (``_train_step``
-records which rows each step trains on), validation, and the FSDP workers' shard files.
+``loop_trainer(trainer_cls)`` is the trainer class handed to ``agl.VERL`` (Agent Lightning's
+``AgentLightningTrainer``, or a subclass of it) itself: its ``fit`` loop (epochs, last step,
+validation and save schedule, val_before_train, the metrics it logs through verl's ``Tracking``),
+verl 0.6.1's own ``_create_dataloader`` (the seeded sampler, ``StatefulDataLoader`` with verl's worker
+count) and ``_save_checkpoint`` / ``_load_checkpoint`` (``data.pt``, ``latest_checkpointed_iteration.txt``,
+``resume_mode``). Stubbed: the rollouts and the update (``_train_step`` records which rows each step
+trains on), validation (which takes ``VALIDATE_S``), and the FSDP workers' shard files.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +22,9 @@ from agentlightning.verl.dataset import LoadedDataset
 from agentlightning.verl.trainer import AgentLightningTrainer
 from verl.trainer.main_ppo import create_rl_sampler
 from verl.utils.dataset.rl_dataset import collate_fn
+
+
+VALIDATE_S = 0.3  # how long a (stubbed) validation takes
 
 
 class Killed(Exception):
@@ -47,7 +52,9 @@ class StubDaemon:
         pass
 
 
-class LoopTrainer(AgentLightningTrainer):
+class LoopStubs:
+    """What stands in for the GPU work, before the trainer class in the loop's bases."""
+
     def __init__(self, config, train_rows: list[dict], val_rows: list[dict], kill_at: int | None = None):
         # Not AgentLightningTrainer.__init__: that builds Ray worker groups on GPUs.
         self.config = config
@@ -67,11 +74,14 @@ class LoopTrainer(AgentLightningTrainer):
     def _train_step(self, batch_dict: dict) -> dict:
         if self.global_steps == self.kill_at:
             raise Killed(self.global_steps)
+        started = time.monotonic()
         ids = [str(i) for i in np.asarray(batch_dict["row_id"]).tolist()]
         self.trained.append((self.global_steps, ids))
-        return {"training/reward": 0.01 * self.global_steps}
+        # verl's step time, as Agent Lightning's _train_step measures it: the step without validation
+        return {"training/reward": 0.01 * self.global_steps, "timing_s/step": time.monotonic() - started}
 
     def _validate(self) -> dict:
+        time.sleep(VALIDATE_S)
         return {"val/reward": 0.5 + 0.001 * self.global_steps}
 
     def stop_workers(self) -> None:
@@ -89,29 +99,33 @@ def rows(n: int, prefix: str = "r") -> list[dict]:
 
 
 class FakeAgentLightning:
-    """What ``verl_backend`` uses of the agentlightning module, running :class:`LoopTrainer`."""
+    """What ``training.verl.backend`` uses of the agentlightning module, running the loop trainer."""
 
     def __init__(self, kill_at: int | None = None):
         self.kill_at = kill_at
-        self.fits: list[LoopTrainer] = []
+        self.fits: list = []  # the loop trainers that ran
+        self.trainer_classes: list = []
         self.daemon_classes: list = []
+        self.ports: list[int] = []
 
-    def VERL(self, overrides, daemon_cls=None):
+    def VERL(self, overrides, trainer_cls=None, daemon_cls=None):
         from omegaconf import OmegaConf
 
-        from audiobook_rl.training.verl_config import check_verl_config
+        from audiobook_rl.training.verl.config import check_verl_config
 
+        self.trainer_classes.append(trainer_cls)
         self.daemon_classes.append(daemon_cls)
         cfg = check_verl_config(overrides)
         OmegaConf.set_struct(cfg, False)
-        return SimpleNamespace(config=cfg)
+        return SimpleNamespace(config=cfg, trainer_cls=trainer_cls or AgentLightningTrainer)
 
-    def Trainer(self, algorithm, n_runners, tracer, adapter):
+    def Trainer(self, algorithm, n_runners, port, tracer, adapter):
         fake = self
+        self.ports.append(port)
 
         class _Trainer:
             def fit(self, agent, train_rows, val_dataset=None):
-                loop = LoopTrainer(algorithm.config, train_rows, val_dataset, kill_at=fake.kill_at)
+                loop = loop_trainer(algorithm.trainer_cls)(algorithm.config, train_rows, val_dataset, kill_at=fake.kill_at)
                 fake.fits.append(loop)
                 try:
                     loop.fit()
@@ -129,10 +143,14 @@ class FakeAgentLightning:
         return "proxy-adapter"
 
 
-def logged_steps(log_dir: Path) -> list[int]:
-    """Steps verl's file logger wrote, over every attempt."""
-    return [json.loads(line)["step"] for p in sorted(Path(log_dir).glob("attempt_*.jsonl"))
-            for line in p.read_text().splitlines()]
+def loop_trainer(trainer_cls) -> type:
+    """``trainer_cls`` with the GPU work stubbed."""
+    return type(f"Loop{trainer_cls.__name__}", (LoopStubs, trainer_cls), {})
+
+
+def recorded_steps(record: Path) -> list[int]:
+    """The steps of the lines of the training's per-step record, in file order."""
+    return [json.loads(line)["step"] for line in Path(record).read_text().splitlines()]
 
 
 def clean_env(monkeypatch, names) -> None:

@@ -39,13 +39,16 @@ def anthropic_message(text: str, input_tokens: int = 100, output_tokens: int = 5
     }
 
 
-def chat_completion(text: str, prompt_tokens: int = 100, completion_tokens: int = 50) -> dict:
+def chat_completion(text: str, prompt_tokens: int = 100, completion_tokens: int = 50, *, reasoning: str | None = None,
+                    finish_reason: str = "stop") -> dict:
+    """A chat completion; ``reasoning`` is a thinking model's reasoning (GLM's ``reasoning_content``)."""
+    message = {"role": "assistant", "content": text, **({"reasoning_content": reasoning} if reasoning is not None else {})}
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": "loopback",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,

@@ -107,9 +107,12 @@ class Episode:
         }
 
 
-def judge_final(judge, task: Task, final: str):
-    """The judge's verdict on the final script; the reward is ``verdict.overall`` (None = failure)."""
-    return judge.score(task.text, task.reference, final, aliases=task.aliases)
+def judge_final(judge, task: Task, final: str, deadline: float | None = None):
+    """The judge's verdict on the final script; the reward is ``verdict.overall`` (None = failure,
+    also when ``deadline``, a :func:`time.monotonic` time, came first)."""
+    if deadline is None:
+        return judge.score(task.text, task.reference, final, aliases=task.aliases)
+    return judge.score(task.text, task.reference, final, aliases=task.aliases, deadline=deadline)
 
 
 def run_episode(task: Task, client: ChatClient, prompts: AgentPrompts, judge=None, **sampling) -> Episode:

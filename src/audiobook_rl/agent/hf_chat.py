@@ -33,6 +33,9 @@ class HFChat:
     def chat(self, messages: list[dict], **sampling) -> Reply:
         return self.chat_batch([messages], **sampling)[0]
 
+    def close(self) -> None:
+        """Nothing to end: the model lives in this process, and its memory goes with it."""
+
     @torch.no_grad()
     def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int, top_p: float = 1.0,
                    top_k: int = 0) -> list[Reply]:

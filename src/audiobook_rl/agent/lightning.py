@@ -10,11 +10,11 @@
   temperature verl publishes in ``llm.sampling_parameters``;
 - it returns the judge's score of the final script, which the runner records as the reward.
 
-A rollout that has no true reward returns None, never a made-up 0: a judge that still fails after
-retries within the rollout's time budget (429s, timeouts, malformed replies), or a call whose prompt
+A rollout that has no true reward returns None, never a made-up 0: a judge that still fails by its
+deadline (429s, timeouts, malformed replies; see ``JUDGE_BUDGET_S``), or a call whose prompt
 plus ``max_tokens`` exceeds the context verl gives vLLM (which would answer HTTP 400). The verl
 backend then drops the task's whole group from the update and counts it
-(:mod:`audiobook_rl.training.verl_daemon`).
+(:mod:`audiobook_rl.training.verl.daemon`).
 
 Prompt building, parsing and judging are the same functions the local backend uses
 (:mod:`.episode`); only how the two calls are served differs (:mod:`.openai_chat`). This module imports
@@ -48,10 +48,14 @@ from .openai_chat import OpenAIChat  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-# Agent Lightning 0.3.0's daemon gives each rollout 1200 s (RolloutConfig.timeout_seconds) before it
-# counts it as failed; a failing judge is retried for at most this long after the two policy calls,
-# waiting JUDGE_WAIT_S (doubling, up to JUDGE_WAIT_MAX_S) between tries.
+# Judging a rollout's final script ends by a deadline: JUDGE_BUDGET_S after the two policy calls, and
+# never later than ROLLOUT_LEFT_S before Agent Lightning 0.3.0 gives up on the rollout (its daemon's
+# RolloutConfig.timeout_seconds, ROLLOUT_TIMEOUT_S after the rollout started), so that the rollout
+# reports "no reward" itself. Every wait and try of the judge (its replies, the client layer's
+# retries, Retry-After, the rate limit, each request's timeout) is cut to that deadline; a failed
+# verdict is asked for again after JUDGE_WAIT_S (doubling, up to JUDGE_WAIT_MAX_S) while time is left.
 JUDGE_BUDGET_S = 300.0
+ROLLOUT_TIMEOUT_S, ROLLOUT_LEFT_S = 1200.0, 60.0
 JUDGE_WAIT_S, JUDGE_WAIT_MAX_S = 10.0, 120.0
 
 
@@ -87,11 +91,18 @@ class TooLong(Exception):
     """A call skipped because it cannot fit in the policy server's context."""
 
 
+def judge_deadline(started: float, judging: float, budget_s: float = JUDGE_BUDGET_S) -> float:
+    """When judging must end (:func:`time.monotonic` times): ``budget_s`` after it begins at
+    ``judging``, and ``ROLLOUT_LEFT_S`` before Agent Lightning's timeout of a rollout that began at ``started``."""
+    return min(judging + budget_s, started + ROLLOUT_TIMEOUT_S - ROLLOUT_LEFT_S)
+
+
 def judge_with_retries(judge, task: Task, final: str, deadline: float, *, clock=time.monotonic, sleep=time.sleep):
-    """The judge's verdict on ``final``, asked again after a failure until ``deadline`` (a ``clock`` time)."""
+    """The judge's verdict on ``final``, asked again after a failure until ``deadline`` (a ``clock``
+    time), which bounds each verdict too."""
     wait = JUDGE_WAIT_S
     while True:
-        verdict = judge_final(judge, task, final)
+        verdict = judge_final(judge, task, final, deadline=deadline)
         if verdict.overall is not None or clock() + wait > deadline:
             return verdict
         log.info("judge failed on task %s (%s); asking again in %.0f s", task.id, verdict.error, wait)
@@ -107,6 +118,7 @@ def make_agent(prompts: AgentPrompts, judge, *, max_tokens: int, val_temperature
     with ``top_p``/``top_k`` (verl publishes only the temperature); validation is greedy by default."""
 
     def audiobook_agent(task: dict, llm: agl.LLM, rollout: agl.Rollout) -> float | None:
+        started = time.monotonic()
         client = OpenAIChat(llm.endpoint, llm.model, llm.api_key)
         if limit is not None:
             client = LimitedChat(client, limit)
@@ -121,9 +133,11 @@ def make_agent(prompts: AgentPrompts, judge, *, max_tokens: int, val_temperature
         except TooLong as why:
             log.warning("task %s skipped, no reward: %s", item.id, why)
             return None
-        verdict = judge_with_retries(judge, item, episode.final, time.monotonic() + judge_budget_s)
+        judging = time.monotonic()
+        verdict = judge_with_retries(judge, item, episode.final, judge_deadline(started, judging, judge_budget_s))
         if verdict.overall is None:
-            log.warning("task %s: no reward, the judge failed for %.0f s: %s", item.id, judge_budget_s, verdict.error)
+            log.warning("task %s: no reward, the judge failed for %.0f s: %s", item.id, time.monotonic() - judging,
+                        verdict.error)
             return None
         return float(verdict.overall)
 

@@ -8,12 +8,17 @@ backends see identical prompts; ``temperature == 0`` is greedy decoding.
 
 vLLM needs the GPU environment (envs/gpu.yaml); without it :func:`client` stops with one sentence
 naming the config key and the fix.
+
+The engine runs in a process vLLM forks (its engine core), which holds the GPU's memory. That process
+keeps the job's GPU claim (:func:`audiobook_rl.gpus.shared_with_children`), and :meth:`VLLMChat.close`
+ends it; the generate stage closes the client before it ends its claim, also when generation fails.
 """
 
 from __future__ import annotations
 
 import logging
 
+from .. import gpus
 from ..errors import UserError
 from ..policy.tokenizer import prompt_ids
 from ..preflight import check_vllm
@@ -67,6 +72,17 @@ class VLLMChat:
         self.generated_tokens += sum(len(r.response_ids) for r in replies)
         return replies
 
+    def close(self) -> None:
+        """End the engine and its process, which frees the GPU.
+
+        vLLM 0.10's offline ``LLM`` runs its engine core in a child process; ``shutdown()`` of its
+        client (``llm_engine.engine_core``) terminates that process, waits up to 5 s and then kills
+        it. Left to vLLM, that happens only in an exit handler, which a terminated job never runs.
+        """
+        engine = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if engine is not None:
+            engine.shutdown()
+
 
 def _reply(prompt: list[int], output) -> Reply:
     """A :class:`Reply` from one ``vllm.RequestOutput`` (its first completion)."""
@@ -93,5 +109,7 @@ def client(model_dir: str, settings: dict, device: str) -> VLLMChat:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    llm = vllm.LLM(**engine_args(model_dir, settings))
+    # the engine core process vLLM forks holds the GPU: it keeps the job's claim until it ends
+    with gpus.shared_with_children():
+        llm = vllm.LLM(**engine_args(model_dir, settings))
     return VLLMChat(llm, tokenizer, vllm.SamplingParams, seed=settings["seed"])

@@ -2,9 +2,10 @@
 every checkpoint.
 
 A judge has ``backend`` and ``model`` attributes and
-``score(source: str, reference: list[Segment], candidate: str, aliases: dict | None = None) -> Verdict``
-(the candidate is the raw model output, it may not parse; ``aliases`` maps a name's aliases to the
-name, :mod:`audiobook_rl.dataset`) and ``score_many(cases) -> list[Verdict]`` (cases are dicts
+``score(source: str, reference: list[Segment], candidate: str, aliases: dict | None = None,
+deadline: float | None = None) -> Verdict`` (the candidate is the raw model output, it may not parse;
+``aliases`` maps a name's aliases to the name, :mod:`audiobook_rl.dataset`; ``deadline``, a
+:func:`time.monotonic` time, is when a judge that calls a model gives up: a judge failure) and ``score_many(cases) -> list[Verdict]`` (cases are dicts
 with ``source``, ``reference``, ``candidate`` and optional ``aliases`` keys, or tuples in that
 order; LLM judges score them concurrently). The backends (``rubric``, ``glm``, ``openai``) are in
 :mod:`audiobook_rl.backends`; each builds its judge from the ``judge`` (or ``train.reward``) config

@@ -13,8 +13,9 @@ defence is best effort: the rubric judge, which interprets nothing, is the contr
 
 A reply that is not such an object, lacks a dimension or has a score outside [0, 1] is shown its
 problem and asked again, up to ``judge.max_attempts`` replies; then — as after a request that still
-fails after the client layer's retries — the case is recorded as a judge failure (``overall`` None,
-``error`` set), never as a silent 0.
+fails after the client layer's retries, or an empty reply (a thinking model whose reasoning took
+``judge.max_tokens``) — the case is recorded as a judge failure (``overall`` None, ``error`` set
+with the reason), never as a silent 0. The GLM judge asks GLM not to think (``thinking`` disabled).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 
 from .. import backends, llm
 from ..errors import UserError
@@ -31,6 +33,10 @@ from ..script import TONES, Segment
 from . import DIMENSIONS, Verdict, case_args, failure, weighted
 
 log = logging.getLogger(__name__)
+
+# Request fields per provider. GLM-4.7 thinks before it answers unless told not to, and its reasoning
+# counts against judge.max_tokens: a long one leaves an empty reply, which is a judge failure.
+REQUEST_EXTRA = {"zhipuai": {"thinking": {"type": "disabled"}}}
 
 RETRY = "你的回答无法使用：{problems}。请只输出一个 JSON 对象，包含五个维度，每个维度的 score 是 0 到 1 之间的数。"
 
@@ -97,8 +103,12 @@ class LLMJudge:
         session = llm.current() if llm_settings is None else llm.session_for(llm_settings, "judge")
         self.client = session.client(self.provider, needed_by=f"judge.backend '{self.backend}'")
 
-    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None, item: str = "") -> Verdict:
-        """Score one case; a judge failure is returned as a Verdict with ``overall`` None and ``error``."""
+    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None, item: str = "",
+              deadline: float | None = None) -> Verdict:
+        """Score one case; a judge failure is returned as a Verdict with ``overall`` None and ``error``.
+
+        ``deadline`` (a :func:`time.monotonic` time) bounds the whole scoring, every reply attempt and
+        every retry of the client layer: at it the case is a judge failure."""
         if isinstance(reference, str):
             reference = json.loads(reference)
         reference = [s.to_dict() if isinstance(s, Segment) else s for s in reference]
@@ -119,7 +129,9 @@ class LLMJudge:
         messages = [{"role": "user", "content": user}]
         problems = ""
         try:
-            for _ in range(self.max_attempts):
+            for attempt in range(1, self.max_attempts + 1):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return self._failed(item, f"no valid judge reply in {attempt - 1} tries before the deadline: {problems}")
                 reply = self.client.complete(
                     llm.Request(
                         model=self.model,
@@ -127,8 +139,10 @@ class LLMJudge:
                         messages=tuple(messages),
                         max_tokens=self.max_tokens,
                         temperature=self.temperature,
+                        extra=REQUEST_EXTRA.get(self.provider, {}),
                         item=item or "judge case",
-                    )
+                    ),
+                    deadline=deadline,
                 )
                 scores, reasons, problems = parse_verdict(reply.text)
                 if not problems:
@@ -137,9 +151,11 @@ class LLMJudge:
                     {"role": "assistant", "content": reply.text},
                     {"role": "user", "content": RETRY.format(problems=problems)},
                 ]
-            error = f"no valid judge reply in {self.max_attempts} tries: {problems}"
+            return self._failed(item, f"no valid judge reply in {self.max_attempts} tries: {problems}")
         except llm.LLMError as err:
-            error = str(err)
+            return self._failed(item, str(err))
+
+    def _failed(self, item: str, error: str) -> Verdict:
         log.warning("%s: judge failure: %s", item or "judge case", error)
         return failure(self.backend, self.model, error)
 

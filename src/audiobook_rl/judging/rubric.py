@@ -70,8 +70,10 @@ class RubricJudge:
     def __init__(self, weights: dict[str, float]):
         self.weights = dict(weights)
 
-    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None) -> Verdict:
-        """Score one candidate (raw model output, or a list of segments) against the reference."""
+    def score(self, source: str, reference, candidate, aliases: dict[str, str] | None = None,
+              deadline: float | None = None) -> Verdict:
+        """Score one candidate (raw model output, or a list of segments) against the reference
+        (``deadline``, of the judge interface, needs no heed: the rubric takes milliseconds)."""
         scores, reasons = rubric_scores(source, as_segments(reference), candidate, aliases or {})
         return Verdict(
             overall=round(weighted(scores, self.weights), 6),

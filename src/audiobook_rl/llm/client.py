@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from ..errors import UserError
 from .cache import DiskCache, request_key
 from .progress import Bar
-from .providers import make_provider
+from .providers import EmptyReply, make_provider
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -77,14 +77,20 @@ class _RateLimiter:
         if self.interval:
             state.parent.mkdir(parents=True, exist_ok=True)
 
-    def wait(self) -> None:
+    def wait(self, limit: float | None = None) -> bool:
+        """Wait for this request's start; False (without taking a start) if it would come more than
+        ``limit`` seconds from now."""
         if not self.interval:
-            return
-        delay = self._reserve(time.time()) - time.time()
+            return True
+        start = self._reserve(time.time(), limit)
+        if start is None:
+            return False
+        delay = start - time.time()
         if delay > 0:
             time.sleep(delay)
+        return True
 
-    def _reserve(self, now: float) -> float:
+    def _reserve(self, now: float, limit: float | None = None) -> float | None:
         with open(self.state, "a+", encoding="utf-8") as f:  # each call its own open file: threads exclude each other too
             fcntl.flock(f, fcntl.LOCK_EX)
             f.seek(0)
@@ -94,6 +100,8 @@ class _RateLimiter:
                 next_start = 0.0
             # A reservation more than an hour ahead is not a queue but a clock that jumped back.
             start = max(now, next_start if next_start - now < 3600 else now)
+            if limit is not None and start - now > limit:
+                return None
             f.seek(0)
             f.truncate()
             f.write(repr(start + self.interval))
@@ -119,8 +127,14 @@ class LLMClient:
             Path(settings["cache_dir"]).resolve() / ".rate" / provider,
         )
 
-    def complete(self, request: Request) -> Reply:
-        """The reply to ``request``: from the cache if it was ever answered, else from the provider."""
+    def complete(self, request: Request, deadline: float | None = None) -> Reply:
+        """The reply to ``request``: from the cache if it was ever answered, else from the provider.
+
+        ``deadline`` (a :func:`time.monotonic` time) bounds everything this call does: each try's
+        timeout is cut to the time left, and a try that could only start after it (a backoff, a
+        server's ``Retry-After``, the rate limit) is not waited for; the call then fails with an
+        :class:`LLMError` saying so.
+        """
         key = request_key(self.provider_name, request.payload())
         hit = self.cache.get(key)
         if hit is not None:
@@ -129,7 +143,7 @@ class LLMClient:
                 self.provider_name, request.model, request.item, reply.input_tokens, reply.output_tokens, True
             )
             return reply
-        text, tokens_in, tokens_out = self._send(request)
+        text, tokens_in, tokens_out = self._send(request, deadline)
         # Stored before returning: whatever happens next, this answer has been paid for once.
         self.cache.put(
             key,
@@ -143,14 +157,30 @@ class LLMClient:
         self.usage.call(self.provider_name, request.model, request.item, tokens_in, tokens_out, False)
         return Reply(text, tokens_in, tokens_out, False)
 
-    def _send(self, request: Request) -> tuple[str, int, int]:
+    def _send(self, request: Request, deadline: float | None = None) -> tuple[str, int, int]:
         s = self.settings
         tries = max(1, int(s["max_tries"]))
+        failure = None
         for attempt in range(1, tries + 1):
-            self._limiter.wait()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise self._gave_up(request, attempt - 1, "no time left before its deadline", failure)
+            if not self._limiter.wait(left):
+                raise self._gave_up(request, attempt - 1, "its rate limit's next start comes after its deadline", failure)
+            timeout = float(s["timeout_s"]) if deadline is None else min(float(s["timeout_s"]), deadline - time.monotonic())
             try:
                 with self._in_flight:
-                    return self.provider.send(request, float(s["timeout_s"]))
+                    return self.provider.send(request, max(timeout, 0.001))
+            except EmptyReply as empty:
+                # Paid for, but not kept: a rerun asks again. Not retried now: the same request
+                # would most likely be answered the same way.
+                self.usage.call(self.provider_name, request.model, request.item, empty.input_tokens,
+                                empty.output_tokens, False)
+                self.usage.failure(self.provider_name, request.model)
+                raise LLMError(
+                    f"{request.item or 'a request'}: {self.provider_name} model {request.model} sent an empty reply "
+                    f"({empty.reason})"
+                ) from None
             except Exception as err:  # noqa: BLE001 — classified below; unknown errors are not retried
                 failure = self.provider.classify(err)
             if not failure.retryable or attempt == tries:
@@ -164,6 +194,9 @@ class LLMClient:
             delay = backoff * (0.5 + random.random() / 2)  # jitter: parallel workers do not retry in lockstep
             if failure.retry_after is not None:
                 delay = max(delay, min(failure.retry_after, MAX_RETRY_AFTER_S))
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                raise self._gave_up(request, attempt, f"the next try (in {delay:.1f} s) would start after its deadline",
+                                    failure)
             self.usage.retry(self.provider_name, request.model)
             log.warning(
                 "%s: try %d/%d failed (%s); retrying in %.1f s",
@@ -175,6 +208,15 @@ class LLMClient:
             )
             time.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _gave_up(self, request: Request, tries: int, why: str, failure) -> "LLMError":
+        """The error of a request given up at its deadline (counted as a failure), naming the last try's."""
+        self.usage.failure(self.provider_name, request.model)
+        last = f": {failure.message}" if failure is not None else ""
+        return LLMError(
+            f"{request.item or 'a request'}: {self.provider_name} model {request.model} gave up after "
+            f"{tries} {'try' if tries == 1 else 'tries'}: {why}{last}"
+        )
 
     def map(self, fn: Callable, items: Sequence, what: str, progress: Callable | None = None) -> list:
         """``[fn(item) for item in items]`` on ``llm.concurrency`` threads, in order.

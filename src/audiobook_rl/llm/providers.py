@@ -18,6 +18,24 @@ from ..errors import UserError
 RETRY_STATUS = {408, 409, 425, 429}  # plus every 5xx
 
 
+class EmptyReply(Exception):
+    """A reply without text: paid for (its tokens are kept for the accounts) but of no use, e.g. a
+    thinking model whose reasoning took every token of ``max_tokens``."""
+
+    def __init__(self, reason: str, input_tokens: int, output_tokens: int):
+        super().__init__(reason)
+        self.reason, self.input_tokens, self.output_tokens = reason, input_tokens, output_tokens
+
+
+def _text_or_empty(text: str, stopped: str | None, reasoned: bool, input_tokens: int, output_tokens: int) -> str:
+    """``text``, or :class:`EmptyReply` saying why there is none (the stop reason, and whether the
+    model's reasoning took the tokens)."""
+    if text.strip():
+        return text
+    why = f"finish_reason {stopped!r}" + ("; its reasoning took the tokens" if reasoned else "")
+    raise EmptyReply(why, input_tokens, output_tokens)
+
+
 @dataclass
 class Failure:
     """What a failed try means: retry or not, the server's ``Retry-After`` (s) and a short message."""
@@ -55,7 +73,8 @@ class Provider:
         raise NotImplementedError
 
     def send(self, request, timeout: float) -> tuple[str, int, int]:
-        """Send one request; return (reply text, input tokens, output tokens)."""
+        """Send one request; return (reply text, input tokens, output tokens), or raise
+        :class:`EmptyReply` when the reply holds no text."""
         raise NotImplementedError
 
     def _errors(self):
@@ -132,33 +151,39 @@ class AnthropicProvider(Provider):
         )
         text = "".join(getattr(block, "text", "") for block in reply.content)
         usage = reply.usage
-        return text, int(usage.input_tokens or 0), int(usage.output_tokens or 0)
+        tokens = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
+        reasoned = any(getattr(block, "type", "") == "thinking" for block in reply.content)
+        return _text_or_empty(text, reply.stop_reason, reasoned, *tokens), *tokens
 
 
 class _ChatCompletions(Provider):
     """Chat-completions APIs (GLM, OpenAI-compatible servers): the system prompt is a message."""
+
+    sdk_fields: tuple[str, ...] = ()  # body fields the SDK takes as arguments; the others go as extra_body
 
     def send(self, request, timeout):
         messages = ([{"role": "system", "content": request.system}] if request.system else []) + list(request.messages)
         kwargs = dict(model=request.model, messages=messages, max_tokens=request.max_tokens, timeout=timeout)
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
-        if request.extra:
-            kwargs["extra_body"] = dict(request.extra)
+        extra = dict(request.extra)
+        kwargs.update({name: extra.pop(name) for name in self.sdk_fields if name in extra})
+        if extra:
+            kwargs["extra_body"] = extra
         reply = self.sdk_client.chat.completions.create(**kwargs)
-        text = reply.choices[0].message.content or ""
+        choice = reply.choices[0]
         usage = reply.usage
-        return (
-            text,
-            int(getattr(usage, "prompt_tokens", 0) or 0),
-            int(getattr(usage, "completion_tokens", 0) or 0),
-        )
+        tokens = int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+        # GLM and vLLM's reasoning parsers return a thinking model's reasoning apart from its content.
+        reasoned = bool(getattr(choice.message, "reasoning_content", None))
+        return _text_or_empty(choice.message.content or "", choice.finish_reason, reasoned, *tokens), *tokens
 
 
 class ZhipuProvider(_ChatCompletions):
     """GLM through the zhipuai SDK."""
 
     name = sdk = "zhipuai"
+    sdk_fields = ("thinking",)  # GLM's switch for its reasoning: {"type": "enabled" | "disabled"}
 
     def _build(self, key, base_url, timeout):
         from zhipuai import ZhipuAI

@@ -4,7 +4,7 @@ Each training backend (:mod:`audiobook_rl.backends`: ``local``, ``verl``) has tw
 ``train_stage(job: TrainingJob) -> summary`` writes results/train/metrics.jsonl and summary.json;
 ``export_stage(job: ExportJob) -> step`` writes the Hugging Face directory of one saved step.
 The local backend reads top to bottom in :mod:`.local_grpo` (objective in :mod:`.grpo`); the seed's
-runs verl through Agent Lightning (:mod:`.verl_backend`, config in :mod:`.verl_config`).
+runs verl through Agent Lightning, in the package :mod:`.verl`.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from audiobook_rl.errors import UserError
-from audiobook_rl.training.export_verl import export_verl, export_verl_checkpoint
-from audiobook_rl.training.verl_backend import saved_steps, summarize
+from audiobook_rl.training.verl.export import export_verl, export_verl_checkpoint
+from audiobook_rl.training.verl.backend import saved_steps, summarize
 
 HELPER = Path(__file__).parent / "helpers" / "fsdp_checkpoint.py"
 

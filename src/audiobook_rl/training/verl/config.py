@@ -13,13 +13,15 @@ import math
 import warnings
 from pathlib import Path
 
-from ..errors import UserError
+from ...errors import UserError
 
 # The advantage estimator, engine and loggers this backend supports; verl accepts other values
 # (and typos) without complaint until a GPU job is hours in.
 ESTIMATOR = "grpo"
 ENGINE = "vllm"  # Agent Lightning 0.3.0 patches only verl's vLLM async server
-LOGGERS = ["console", "file"]  # no network on the training box: no wandb
+# No network on the training box: no wandb; and no verl "file" logger, which buffers its file by
+# blocks and truncates it at every start: the trainer keeps a per-step record of its own (.metrics).
+LOGGERS = ["console"]
 
 
 def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpoint_dir: str | Path, *,
@@ -29,8 +31,8 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
     ``n_train`` is the number of training rows (an epoch is ``n_train // train_batch_size`` steps);
     ``model_path`` the base policy (results/models/step_0, a Hugging Face directory);
     ``checkpoint_dir`` becomes ``trainer.default_local_dir``, made absolute because verl resolves
-    relative paths against the Ray driver's working directory. The metrics file is not set here:
-    verl's file logger reads ``VERL_FILE_LOGGER_PATH`` (see ``verl_backend.training_env``).
+    relative paths against the Ray driver's working directory. The per-step record is not set here:
+    the trainer reads its path from the environment (see :func:`.environment.training_env`).
     """
     check_train_section(train, n_train)
     v = train["verl"]
@@ -61,6 +63,9 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
                 "optim": {"lr": train["lr"], "weight_decay": train["weight_decay"]},
                 "ppo_mini_batch_size": ppo_mini_batch_size(train),
                 "ppo_micro_batch_size_per_gpu": train["micro_batch_size"],
+                # Fixed micro-batches, whose token-mean losses the trainer (.trainer) weighs into the
+                # token-mean of the mini-batch; with dynamic ones it could not tell them apart.
+                "use_dynamic_bsz": False,
                 "grad_clip": train["grad_clip"],
                 "use_kl_loss": train["kl_coef"] > 0,
                 "kl_loss_coef": train["kl_coef"],
@@ -109,7 +114,7 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
             "critic_warmup": 0,
             "default_local_dir": str(Path(checkpoint_dir).resolve()),
             "max_actor_ckpt_to_keep": None,  # keep every saved step: eval steps are exported later
-            # a rerun continues from latest_checkpointed_iteration.txt; verl_backend.prepare_run
+            # a rerun continues from latest_checkpointed_iteration.txt; backend.prepare_run
             # first removes checkpoints of other settings or inputs
             "resume_mode": "auto",
         },

@@ -2,15 +2,16 @@
 
 Three lines do the work, as in Agent Lightning's own examples::
 
-    algorithm = agl.VERL(build_verl_config(train, ...), daemon_cls=RewardedGroupsDaemon)
-    trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, tracer=agl.OtelTracer(),
+    algorithm = agl.VERL(build_verl_config(train, ...), trainer_cls=SeedTrainer,
+                         daemon_cls=RewardedGroupsDaemon)
+    trainer = agl.Trainer(algorithm=algorithm, n_runners=n_runners, port=free_port(), tracer=agl.OtelTracer(),
                           adapter=agl.LlmProxyTraceToTriplet())
     trainer.fit(agent, train_rows, val_dataset=val_rows)
 
 The rest is what makes a run safe to start and to resume: a preflight (versions, GPUs); the fingerprint of settings and inputs (checkpoints of another run are discarded, a finished
 run is not trained again: verl would resume it and train one step more); a Ray of this job's own
-GPUs; the environment verl and LiteLLM read; one metrics file per attempt (verl's file logger
-truncates its file at start) and their conversion to results/train/metrics.jsonl.
+GPUs and a store port of its own; the environment verl and LiteLLM read; the training's own per-step record (one line per step
+across resumes, :mod:`.metrics`) and its conversion to results/train/metrics.jsonl.
 
 Only calls that pass through Agent Lightning's LLM proxy become training samples
 (``LlmProxyTraceToTriplet``): the policy's create and rewrite calls, never the judge's own calls.
@@ -18,58 +19,22 @@ Only calls that pass through Agent Lightning's LLM proxy become training samples
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
+import socket
 from pathlib import Path
 
-from .. import gpus
-from ..files import write_json, write_jsonl
-from ..preflight import VERL_GPUS_FIX, check_training, require
-from ..steps import best_step
-from . import TrainingJob
-from .checkpoints import same_run, start_run
-from .verl_config import build_verl_config, check_verl_config, max_model_len
-from .verl_metrics import convert_logs
+from ... import gpus
+from ...files import write_json, write_jsonl
+from ...preflight import VERL_GPUS_FIX, check_training, require
+from ...steps import best_step
+from .. import TrainingJob
+from ..checkpoints import same_run, start_run
+from .config import build_verl_config, check_verl_config, max_model_len
+from .environment import hand_env_to_ray, training_env
+from .metrics import keep_steps, read_record
 
 log = logging.getLogger(__name__)
-
-
-# The environment variable holding train.seed when the rewards are shuffled (unset: real rewards),
-# read by the daemon (.verl_daemon) in verl's trainer actor.
-SHUFFLE_SEED = "AUDIOBOOK_RL_REWARD_SHUFFLE_SEED"
-
-
-def training_env(metrics_log: str | Path, shuffle_seed: int | None = None) -> dict[str, str]:
-    """Environment variables of the training process (Ray actors and runners inherit them);
-    ``shuffle_seed`` (train.seed, when train.reward.shuffle is on) switches the daemon's control on."""
-    shuffle = {} if shuffle_seed is None else {SHUFFLE_SEED: str(shuffle_seed)}
-    return {
-        **shuffle,
-        # litellm (Agent Lightning's LLM proxy) otherwise downloads a price list at import time.
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        # verl's file logger: one JSON line per step, read back by convert_logs.
-        "VERL_FILE_LOGGER_PATH": str(Path(metrics_log).resolve()),
-        "HYDRA_FULL_ERROR": "1",
-        "VLLM_USE_V1": "1",
-    }
-
-
-# The job config that Ray's job submission hands to a driver; ray.init merges its runtime env into the job's.
-RAY_JOB_CONFIG = "RAY_JOB_CONFIG_JSON_ENV_VAR"
-
-
-def hand_env_to_ray(env: dict[str, str]) -> None:
-    """Make ``env`` reach every Ray worker, also on a Ray cluster started elsewhere (``RAY_ADDRESS``),
-    whose workers start from the cluster's environment, not this process's: without this verl's
-    trainer would not see VERL_FILE_LOGGER_PATH and would log nowhere. The variables go into the job
-    config that ``ray.init`` (called by Agent Lightning) merges into the job's runtime env."""
-    job = json.loads(os.environ.get(RAY_JOB_CONFIG) or "{}")
-    runtime_env = job.get("runtime_env") or {}
-    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **env}
-    job["runtime_env"] = runtime_env
-    os.environ[RAY_JOB_CONFIG] = json.dumps(job)
 
 
 # What Agent Lightning's run_ppo gives Ray's workers when it starts Ray itself.
@@ -99,12 +64,8 @@ def default_runners(train: dict) -> int:
     return min(32, train["train_batch_size"] * train["rollout"]["n"])
 
 
-def attempt_log(log_dir: str | Path) -> Path:
-    """A fresh metrics file for this attempt: ``attempt_001.jsonl``, ``attempt_002.jsonl``, …"""
-    log_dir = Path(log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    n = 1 + max((int(p.stem.split("_")[1]) for p in log_dir.glob("attempt_*.jsonl")), default=0)
-    return log_dir / f"attempt_{n:03d}.jsonl"
+# The per-step record, beside results/train/metrics.jsonl (not a declared output: it must survive a failed job).
+STEP_RECORD_FILE = "steps.jsonl"
 
 
 def latest_checkpoint(checkpoint_dir: str | Path) -> int:
@@ -117,14 +78,15 @@ def latest_checkpoint(checkpoint_dir: str | Path) -> int:
 def prepare_run(out_dir: str | Path, fp: str) -> int:
     """Resume only a run of the same settings and inputs: returns the step verl will resume from.
 
-    Checkpoints and attempt logs of another fingerprint are removed (verl's ``resume_mode: auto``
-    would resume any of them, and the metrics of both runs would be merged).
+    Checkpoints and the step record of another fingerprint are removed (verl's ``resume_mode: auto``
+    would resume any of them, and the metrics of both runs would be merged); the record of this one
+    keeps the steps up to the checkpoint (the later ones are redone).
     """
     out_dir = Path(out_dir)
     checkpoints = out_dir / "checkpoints"
     if same_run(checkpoints, fp):
         return latest_checkpoint(checkpoints)
-    shutil.rmtree(out_dir / "verl_logs", ignore_errors=True)
+    (out_dir / STEP_RECORD_FILE).unlink(missing_ok=True)
     start_run(checkpoints, fp)
     return 0
 
@@ -172,14 +134,14 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
     """Train ``agent`` (an ``@agl.rollout`` agent) with verl GRPO from the policy in ``model_path``.
 
     Checkpoints go to ``out_dir/checkpoints/global_step_N/actor`` (a rerun with the same
-    ``fingerprint`` resumes from the newest; a finished run is not trained again), verl's raw logs to
-    ``out_dir/verl_logs/attempt_K.jsonl``. Returns our metrics rows (the lines of
+    ``fingerprint`` resumes from the newest; a finished run is not trained again), the per-step record
+    to ``out_dir/steps.jsonl``. Returns our metrics rows (the lines of
     results/train/metrics.jsonl) and the run summary (results/train/summary.json).
     """
     require(check_training(train))
     out_dir = Path(out_dir).resolve()
     checkpoints = out_dir / "checkpoints"
-    log_dir = out_dir / "verl_logs"
+    record = out_dir / STEP_RECORD_FILE
     overrides = build_verl_config(train, len(train_rows), Path(model_path).resolve(), checkpoints)
     check_verl_config(overrides)  # a typo or impossible batch stops here, before Ray and vLLM start
     resume_from = prepare_run(out_dir, fingerprint)
@@ -187,29 +149,50 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
         log.info("%s holds the finished run of these settings and inputs (step %d): nothing to train",
                  checkpoints, resume_from)
     else:
-        attempt = attempt_log(log_dir)
-        env = training_env(attempt, train["seed"] if train["reward"]["shuffle"] else None)
+        keep_steps(record, up_to=resume_from)
+        env = training_env(record, train["seed"] if train["reward"]["shuffle"] else None)
         os.environ.update(env)  # before anything imports litellm
         hand_env_to_ray(env)
         if uses_local_ray(train):
             start_local_ray()
         agl = _agentlightning()  # after the environment above: litellm reads it at import
-        from .verl_daemon import RewardedGroupsDaemon
+        from .daemon import RewardedGroupsDaemon
+        from .trainer import SeedTrainer
 
         n_runners = n_runners or default_runners(train)
-        log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; this attempt logs to %s",
-                 len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, attempt)
-        trainer = agl.Trainer(
-            algorithm=agl.VERL(overrides, daemon_cls=RewardedGroupsDaemon),
-            n_runners=n_runners,
-            # Only calls through the LLM proxy (the policy's) become samples, never the judge's.
-            tracer=agl.OtelTracer(),
-            adapter=agl.LlmProxyTraceToTriplet(),
-        )
+        log.info("verl GRPO: %d train / %d val rows, steps %d to %d, %d runners; each step is recorded in %s",
+                 len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, record)
+        algorithm = agl.VERL(overrides, trainer_cls=SeedTrainer, daemon_cls=RewardedGroupsDaemon)
+        trainer = make_trainer(agl, algorithm, n_runners)
         trainer.fit(agent, train_rows, val_dataset=val_rows)
 
-    rows = convert_logs(sorted(log_dir.glob("attempt_*.jsonl")))
+    rows = read_record(record)
     return rows, {**summarize(rows, checkpoints, train["total_steps"]), "reward_shuffled": train["reward"]["shuffle"]}
+
+
+def make_trainer(agl, algorithm, n_runners: int):
+    """Agent Lightning's trainer around ``algorithm`` with ``n_runners`` runner processes, its store
+    on a free port of this machine.
+
+    Without a port the store listens on 4747 (``AGL_SERVER_PORT``), and the runners, which start
+    before the store, ask whichever store answers there: a second training on the machine would
+    fail to start its store while its runners took and abandoned the first one's rollouts.
+    """
+    return agl.Trainer(
+        algorithm=algorithm,
+        n_runners=n_runners,
+        port=free_port(),  # the store's, and the one its runners ask
+        # Only calls through the LLM proxy (the policy's) become samples, never the judge's.
+        tracer=agl.OtelTracer(),
+        adapter=agl.LlmProxyTraceToTriplet(),
+    )
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _agentlightning():
@@ -229,7 +212,7 @@ def train_stage(job: TrainingJob) -> dict:
         gpus.claim(job.gpus, "train.gpus_per_node", holder="train_grpo (verl)", fix=VERL_GPUS_FIX)
     from transformers import AutoTokenizer
 
-    from ..agent.lightning import ContextLimit, make_agent
+    from ...agent.lightning import ContextLimit, make_agent
 
     # The runner processes share the judge's rate limit through the LLM cache folder (llm.client).
     limit = ContextLimit(AutoTokenizer.from_pretrained(job.policy_dir), max_model_len(train))

@@ -17,9 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import UserError
-from ..steps import resolve
-from . import ExportJob
+from ...errors import UserError
+from ...steps import resolve
+from .. import ExportJob
 
 
 def actor_dir(checkpoint_dir: str | Path, step: int) -> Path:

@@ -1,4 +1,5 @@
-"""Agent Lightning's daemon with one change: a rollout without a reward is never scored 0.
+"""Agent Lightning's daemon with two changes: a rollout without a reward is never scored 0, and
+rewards reach GRPO's advantage in float32.
 
 Agent Lightning 0.3.0 (``agentlightning/verl/daemon.py``) gives a rollout that reported no reward
 (a judge that kept failing, a call skipped as too long for the context, a crashed rollout) the
@@ -18,6 +19,11 @@ before the batch is built, with ``shuffle_rewards(..., seed=<train.seed>, step=<
 over the rollouts sorted by (task, rollout id). Rollout ids are random, so the permutation repeats
 only given the same rollouts (the local backend's is exact); validation is never shuffled.
 
+Rewards keep float32 up to the advantage: Agent Lightning places each rollout's reward on its last
+response token as bfloat16 (``torch.tensor(reward_list, dtype=torch.bfloat16)``), which holds about
+0.002 near 0.5, so judge scores closer than that become equal and the group's std normalisation
+magnifies the rounding; here the same positions get the float32 rewards.
+
 Handed to ``agl.VERL(config, daemon_cls=RewardedGroupsDaemon)``; it runs in verl's trainer actor.
 """
 
@@ -29,8 +35,8 @@ import numpy as np
 import torch
 from agentlightning.verl.daemon import AgentModeDaemon
 
-from ..compare.control import shuffle_rewards
-from .verl_backend import SHUFFLE_SEED
+from ...compare.control import shuffle_rewards
+from .environment import SHUFFLE_SEED
 
 
 class RewardedGroupsDaemon(AgentModeDaemon):
@@ -61,6 +67,7 @@ class RewardedGroupsDaemon(AgentModeDaemon):
         missing = self._without_reward()
         dropped = {self._task_id_to_original_sample[rid]["data_id"] for rid in missing}
         batch, metrics = super().get_train_data_batch(max_prompt_length, max_response_length, device, global_steps)
+        self._exact_rewards(batch)
         if dropped:
             groups = batch.non_tensor_batch["data_id_list"]
             # After the advantages are computed, Agent Lightning's trainer removes every sample
@@ -77,6 +84,14 @@ class RewardedGroupsDaemon(AgentModeDaemon):
         metrics["training/n_groups_dropped"] = len(dropped)
         metrics["training/reward_shuffled"] = int(shuffled)
         return batch, metrics
+
+    def _exact_rewards(self, batch) -> None:
+        """Replace the bfloat16 rewards the parent placed on each sample's last response token by
+        float32 ones (a reward of 0 has no position to find, and needs none)."""
+        rounded = batch.batch["token_level_scores"]
+        rewards = [self._fillna_reward(self._completed_rollouts_v0[rid]) for rid in batch.non_tensor_batch["rollout_id_list"]]
+        exact = torch.tensor(rewards, dtype=torch.float32, device=rounded.device)
+        batch.batch["token_level_scores"] = (rounded != 0).float() * exact.unsqueeze(-1)
 
     def get_test_metrics(self):
         metrics = super().get_test_metrics()
