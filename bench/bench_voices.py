@@ -61,8 +61,8 @@ PROMPTS = {
     "without example": (REPO / "bench/prompts/create_without_example.md", REPO / "bench/prompts/rewrite_without_example.md"),
     "with example": (REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md"),
 }
-# The GRPO arms: changes to the overlay's train section.
-ARMS = {"grpo": {}, "kl": {"kl_coef": 0.1}}
+# The GRPO arms: changes to the overlay's train section (--arms picks among them).
+ARMS = {"grpo": {}, "kl": {"kl_coef": 0.1}, "no_std": {"norm_adv_by_std": False}}
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -237,7 +237,7 @@ def run_grpo(args) -> None:
     finals, drafts = generate(root / f"step_{args.steps}", tasks, PROMPTS["with example"], train["rollout"]["max_tokens"], args.device)
     steady = [m["rollout_seconds"] + m["update_seconds"] for m in metrics[1:]] or [0.0]
     result = {
-        "arm": args.arm, "seed": args.seed, "settings": {k: train[k] for k in ("lr", "kl_coef", "total_steps")},
+        "arm": args.arm, "seed": args.seed, "settings": {k: train[k] for k in ("lr", "kl_coef", "norm_adv_by_std", "total_steps")},
         "wall_s": wall, "first_step_s": metrics[0]["rollout_seconds"] + metrics[0]["update_seconds"],
         "steady_step_s": statistics.median(steady),
         "rollout_tok_s": sum(m["generated_tokens"] for m in metrics) / sum(m["rollout_seconds"] for m in metrics),
@@ -263,7 +263,7 @@ def main() -> None:
     parser.add_argument("--data-seed", type=int, default=11)
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: train.total_steps of the overlay)")
     parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
-    parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=list(ARMS))
+    parser.add_argument("--arms", nargs="*", default=["grpo", "kl"], choices=list(ARMS))
     # Each run reserves up to 50 GiB on an H200 (0.5B policy, fp32 weights and Adam, 768 tokens per
     # call): three at once ran out of its 140 GiB.
     parser.add_argument("--parallel", type=int, default=2, help="GRPO runs at a time on the GPU")

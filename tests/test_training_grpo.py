@@ -72,6 +72,21 @@ def test_group_advantages_use_unbiased_std_per_group():
     assert adv[6] == pytest.approx(0.7 / (1 + 1e-6))  # a lone sample: mean 0, std 1, as verl
 
 
+@pytest.mark.parametrize("by_std", [True, False])
+def test_group_advantages_are_verls_with_and_without_the_std(by_std):
+    import numpy as np
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    rewards = [0.501, 0.502, 0.503, 0.504, 0.9, 0.1, 0.5, 0.7]  # near-equal rewards, then a spread group
+    groups = ["a"] * 4 + ["b"] * 4
+    theirs, _ = compute_grpo_outcome_advantage(torch.tensor(rewards).unsqueeze(-1), torch.ones(8, 1),
+                                               np.array(groups, dtype=object), norm_adv_by_std_in_grpo=by_std)
+    ours = group_advantages(rewards, groups, by_std=by_std)
+    assert ours == pytest.approx(theirs[:, 0].tolist(), abs=1e-4)  # verl computes in float32
+    # With the std, rewards a thousandth apart become advantages of about ±1; without it they stay thousandths.
+    assert max(map(abs, ours[:4])) == (pytest.approx(1.16, abs=0.01) if by_std else pytest.approx(0.0015, abs=1e-6))
+
+
 def test_both_calls_of_an_episode_share_the_group_and_advantage():
     from audiobook_rl.agent.episode import Call, Episode, Reply
     from audiobook_rl.training.local_grpo import episode_rows

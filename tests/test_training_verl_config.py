@@ -79,6 +79,10 @@ def test_a_kl_loss_to_the_start_policy_builds_verls_reference_policy(tmp_path):
     assert cfg.algorithm.use_kl_in_reward is False  # a loss term, never a reward penalty
 
 
+def test_advantages_without_the_std_reach_verl(tmp_path):
+    assert check_verl_config(build(train(norm_adv_by_std=False), tmp_path)).algorithm.norm_adv_by_std_in_grpo is False
+
+
 def test_two_nodes_of_eight_gpus_compose_and_validate(tmp_path):
     t = train(nnodes=2, gpus_per_node=8, train_batch_size=16)
     cfg = check_verl_config(build(t, tmp_path))

@@ -2,7 +2,9 @@
 
 - advantage: within each group (all calls of all rollouts of one task), ``(r - mean) / (std + eps)``
   with the unbiased std (``torch.std``), as ``compute_grpo_outcome_advantage`` with
-  ``norm_adv_by_std_in_grpo=True`` (a group of one keeps its reward, as there);
+  ``norm_adv_by_std_in_grpo=True`` (a group of one keeps its reward, as there); with
+  ``train.norm_adv_by_std: false`` (verl's ``norm_adv_by_std_in_grpo=False``), ``r - mean`` only, so
+  rewards that differ by thousandths give advantages of thousandths, not ±1;
 - loss: vanilla PPO clip with asymmetric bounds ``[1 - clip_low, 1 + clip_high]``, the dual-clip
   bound ``clip_ratio_c`` for negative advantages, aggregated as the mean over all response tokens
   (``loss_agg_mode="token-mean"``); no entropy bonus. The seed has no KL term; ``train.kl_coef`` > 0
@@ -17,8 +19,9 @@ from collections import defaultdict
 import torch
 
 
-def group_advantages(rewards: list[float], groups: list[str], eps: float = 1e-6) -> list[float]:
-    """GRPO outcome advantages: each reward normalised by its group's mean and unbiased std."""
+def group_advantages(rewards: list[float], groups: list[str], eps: float = 1e-6, by_std: bool = True) -> list[float]:
+    """GRPO outcome advantages: each reward less its group's mean, divided by the group's unbiased
+    std unless ``by_std`` is off."""
     by_group: dict[str, list[int]] = defaultdict(list)
     for i, g in enumerate(groups):
         by_group[g].append(i)
@@ -30,7 +33,7 @@ def group_advantages(rewards: list[float], groups: list[str], eps: float = 1e-6)
         else:
             mean, std = r.mean(), r.std()
         for k, i in enumerate(idx):
-            out[i] = float((r[k] - mean) / (std + eps))
+            out[i] = float((r[k] - mean) / (std + eps)) if by_std else float(r[k] - mean)
     return out
 
 

@@ -64,9 +64,10 @@ class Row:
     advantage: float = 0.0
 
 
-def episode_rows(episodes, groups: list[str], rewards: list[float | None]) -> list[Row]:
+def episode_rows(episodes, groups: list[str], rewards: list[float | None], by_std: bool = True) -> list[Row]:
     """Both calls of every episode as rows carrying ``rewards[i]``, the reward of episode ``i`` (its
-    judge's, or another episode's under the shuffled-reward control).
+    judge's, or another episode's under the shuffled-reward control); advantages normalised by the
+    group's std unless ``by_std`` is off (``train.norm_adv_by_std``).
 
     A group with an episode without a reward is left out of the update: a made-up reward would move
     the group's advantages (a failure is counted in the metrics instead).
@@ -78,7 +79,7 @@ def episode_rows(episodes, groups: list[str], rewards: list[float | None]) -> li
             continue
         for call in episode.calls:
             rows.append(Row(group, call.reply.prompt_ids, call.reply.response_ids, reward))
-    advantages = group_advantages([r.reward for r in rows], [r.group for r in rows])
+    advantages = group_advantages([r.reward for r in rows], [r.group for r in rows], by_std=by_std)
     for row, a in zip(rows, advantages):
         row.advantage = a
     return rows
@@ -223,7 +224,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
         rewards = [e.reward for e in episodes]
         if shuffled:
             rewards = shuffle_rewards(rewards, seed=settings["seed"], step=step)
-        rows = episode_rows(episodes, [t.id for t in group], rewards)
+        rows = episode_rows(episodes, [t.id for t in group], rewards, settings["norm_adv_by_std"])
 
         # 3. PPO-clip update
         t1 = time.monotonic()

@@ -42,7 +42,7 @@ def build_verl_config(train: dict, n_train: int, model_path: str | Path, checkpo
             "adv_estimator": ESTIMATOR,
             # GRPO as in the seed: group-normalised advantages, no KL in the reward; a KL loss to
             # the start policy (a reference model) only when train.kl_coef > 0.
-            "norm_adv_by_std_in_grpo": True,
+            "norm_adv_by_std_in_grpo": train["norm_adv_by_std"],
             "use_kl_in_reward": False,
         },
         "data": {
