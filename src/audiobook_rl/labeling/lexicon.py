@@ -25,7 +25,10 @@ ALIAS_PATTERNS = (
 class Lexicon:
     names: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> the name it stands for
+    # The text the names were read from: the labeler reads the story around an excerpt in it.
+    text: str = field(default="", repr=False, compare=False)
     _pattern: tuple = field(default=(None, None), repr=False, compare=False)  # (size, regex) of names_in
+    _counts: dict = field(default_factory=dict, repr=False, compare=False)  # word -> times in text
 
     def name_at(self, text: str, pos: int = 0) -> str | None:
         """The longest known name starting at ``pos``."""
@@ -44,6 +47,11 @@ class Lexicon:
             words = sorted(self.names | set(self.aliases), key=len, reverse=True)
             self._pattern = (key, re.compile("|".join(map(re.escape, words)) or "(?!)"))
         return self._pattern[1].finditer(text)
+
+    def trimmed(self, word: str) -> str:
+        """``word`` without the verb or object glued to its end (费珍慌忙 read as 费珍慌 → 费珍): the
+        longest start of it that the text uses as often on its own."""
+        return _trimmed(word, self.text, self._counts)
 
     def canonical(self, name: str) -> str:
         return self.aliases.get(name, name)
@@ -74,6 +82,7 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
             counts[word] += 1
             direct[word] += right_before_verb
     words = {w for w, c in counts.items() if c >= min_count}
+    tagged = counts
     # Drop a candidate that is a known name plus leftovers ("林青大" when "林青" is known), or a
     # verb, title or nickname before a known name (看着武松, 军师吴用, 九纹龙史进).
     starts = {w[:k] for w in words for k in range(1, len(w))}
@@ -93,7 +102,12 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
         and w not in starts
         and not any(part in names for part in _proper_parts(w))
     }
-    lexicon = Lexicon(names=names)
+    # A name tagged once may hold the verb after it (周谨先怒道, 廖立挺喝道): the text, which uses the
+    # name with other verbs, tells where it ends.
+    times: dict = {}
+    names = {w if tagged[w] >= min_count else _trimmed(w, text, times) for w in names}
+    lexicon = Lexicon(names=names, text=text)
+    lexicon._counts.update(times)
     for pattern in ALIAS_PATTERNS:
         for match in pattern.finditer(text):
             first, second = match.group(1), match.group(2)
@@ -105,6 +119,19 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     # An alias is a way of naming a speaker too.
     lexicon.names.update(lexicon.aliases)
     return lexicon
+
+
+def _trimmed(word: str, text: str, counts: dict) -> str:
+    """The longest start of ``word`` (two characters at least) that ``text`` holds at least a third
+    as often as the word itself (a name recurs with other verbs after it; 费珍慌 is 费珍 once)."""
+    if len(word) < 3 or not text:
+        return word
+    count = lambda w: counts[w] if w in counts else counts.setdefault(w, text.count(w))  # noqa: E731
+    times = count(word)
+    for size in range(len(word) - 1, 1, -1):
+        if count(word[:size]) >= max(3, 3 * times):
+            return word[:size]
+    return word
 
 
 def _proper_parts(word: str):
