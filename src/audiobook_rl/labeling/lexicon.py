@@ -11,7 +11,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .subjects import COMPOUND_SURNAMES, LISTENER_MARKERS, STOP, candidate, name_shaped
+from .subjects import COMPOUND_SURNAMES, LISTENER_MARKERS, PERSON_HEADS, STOP, candidate, name_shaped, strip_lead
+
+_LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 
 ALIAS_PATTERNS = (
     # 人称“断水刀”的萧断水 / 江湖上人称断水刀的萧断水
@@ -78,6 +80,10 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     direct: Counter[str] = Counter()
     for clause, right_before_verb in tag_clauses(text):
         word = candidate(clause)
+        stripped = strip_lead(clause)
+        after = stripped[stripped.find(word) + len(word) - 1 :] if word else ""
+        if word and len(word) > 2 and (after.startswith(_LONG_HEADS) or after[1:].startswith(_LONG_HEADS)):
+            continue  # 兀颜小将军道: the word runs into a title (小将军), it is no name
         if word:
             counts[word] += 1
             direct[word] += right_before_verb
@@ -105,7 +111,9 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     # A name tagged once may hold the verb after it (周谨先怒道, 廖立挺喝道): the text, which uses the
     # name with other verbs, tells where it ends.
     times: dict = {}
-    names = {w if tagged[w] >= min_count else _trimmed(w, text, times) for w in names}
+    trimmed = {w: _trimmed(w, text, times) for w in names if tagged[w] < min_count}
+    # (a start the text uses only inside longer names, 阮小 of 阮小二 and 阮小七, is none)
+    names = {w if w not in trimmed or trimmed[w] in starts else trimmed[w] for w in names}
     lexicon = Lexicon(names=names, text=text)
     lexicon._counts.update(times)
     for pattern in ALIAS_PATTERNS:
@@ -129,8 +137,11 @@ def _trimmed(word: str, text: str, counts: dict) -> str:
     count = lambda w: counts[w] if w in counts else counts.setdefault(w, text.count(w))  # noqa: E731
     times = count(word)
     for size in range(len(word) - 1, 1, -1):
-        if count(word[:size]) >= max(3, 3 * times):
-            return word[:size]
+        shorter = word[:size]
+        if shorter in COMPOUND_SURNAMES or not name_shaped(shorter):
+            continue  # 耶律得重 is no 耶律
+        if count(shorter) >= max(3, 3 * times):
+            return shorter
     return word
 
 

@@ -64,6 +64,7 @@ _SURNAME = "(?:" + "|".join(COMPOUND_SURNAMES) + "|[" + "".join(sorted(SURNAMES)
 
 # Someone new comes in: 只见一个妇人, 当先一个好汉, 抬着的一个妇人 (not 这个妇人, 少一个娘子, 是一个好汉).
 _NEW = "(?<![这那此少没无是似像])(?:一个|一条|一位|一员|有个|有一个)(?:[^，,。！？!?“”：:\n]{0,8}?的)?"
+_COMES_OUT = re.compile("(?:走出|转出|闪出|撞出|跳出|出来)(?:那|这)?(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
 # A wife who is the subject of a clause (老婆听的声唤): another woman than the one bound, if that one
 # did not come up just before.
 _WIFE = re.compile("(?<=[，,。：:；;！？\n　])(?:老婆|浑家|妻子)(?![”’])")
@@ -262,6 +263,8 @@ class Story:
         for kind, heads in KINDS.items():
             for match in re.finditer(_NEW + "(?:" + "|".join(heads) + ")", text):
                 add(kind, match.start(), _NEW_PERSON)
+        for match in _COMES_OUT.finditer(text):
+            add("woman", match.start(), _NEW_PERSON)  # 只见庵里走出那妇人来: whoever the text spoke of before
         for match in _WIFE.finditer(text):
             add("woman", match.start(), _ASIDE)
 

@@ -258,6 +258,13 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         return longer  # 众军汉道 (the list holds 众军; the noun 军汉 starts inside it)
     if name:
         return name
+    head = _head_prefix(clause)
+    noun = head and max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
+    if head and len(head) <= 4 and len(noun) >= 2 and any(
+        names.name_at(head, i) == head[i:] and len(head) - i > len(noun) and not is_surname(head[i:])
+        for i in range(1, len(head) - 1)
+    ):
+        return head  # 智真长老到法座上: the list knows him as 真长老 (but 怪高太尉自夸: 怪 is a verb)
     group = _UNKNOWN_GROUP.match(clause) if verb_clause else None
     if group and all(name_shaped(w) for w in group.groups()) and _VERB_ONLY.match(clause[group.end() :]):
         return "、".join(group.groups())  # 王禀、赵谭骂道
@@ -284,8 +291,9 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         # A place or title before a name in subject position (大辽郎主听了大怒 → 郎主).
         loose = _titled_name(clause, names, strict=False)
         after = clause[clause.find(loose) + len(loose) :] if loose else ""
-        nickname = loose and clause.find(loose) >= 3 and loose in names.names  # 小养由基庞万春败回
-        titled = loose if loose and (after[:1] in _AFTER_SUBJECT or not after or nickname) else None
+        gap = clause[: clause.find(loose)] if loose else ""
+        nickname = loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
+        titled = loose if loose and (after[:1] in _AFTER_SUBJECT or nickname) else None
     if titled:
         return titled
     perceiving = first and rest[:1] in _PERCEIVING
