@@ -40,7 +40,7 @@ from .subjects import (
 
 UNKNOWN_SPEAKER = "某人"
 _SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
-_TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
+_TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应|言)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
 _AFTER_TAG = re.compile(r"^([^。！？!?“”，,]{1,14}?(?:道|说|问|曰))[。，,！!]")
 _CLAUSE = re.compile(r"[，,；;：:]")
 _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
@@ -49,11 +49,11 @@ _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
 _WRITTEN = re.compile(
     r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
     r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道"
-    r"|唤做|叫做|名唤|号为|称为)[：:，,]?$"
+    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道)[：:，,]?$"
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
-_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道)[：:，,]?$")
+_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道)[：:，,]?$")
 _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 
@@ -238,6 +238,9 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
             speaker = self_named(text, lexicon) or speaker
         speaker = _identify(speaker, state)
+        listener = _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)
+        if "、" in speaker and listener in speaker.split("、"):
+            speaker = "、".join(p for p in speaker.split("、") if p != listener)  # 戴宗、李逵…问李逵道 → 戴宗
         if speaker in (_vocative(text, lexicon), _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)):
             # Nobody calls himself by name at the start of his own line (“郓哥，你把去…”), nor
             # speaks to himself in his own tag (便问庄客：“…”).

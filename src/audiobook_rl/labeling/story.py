@@ -184,6 +184,9 @@ class Story:
     def full_name(self, word: str, pos: int, reach: int = 3000) -> str | None:
         """The name ``word`` cuts short at ``pos`` (四郎 → 赵四郎, 邦喜 → 牛邦喜): the last one the text
         spelled out before, a surname and the word."""
+        known = [n for n in self.names.names if n.endswith(word) and len(n) > len(word) and is_surname(n)]
+        if len(known) == 1:
+            return known[0]  # 道清 → 乔道清
         if not _is_name(word, self.names):
             return None  # 起身道: a verb, not a name
         at = self.text.rfind(word, max(0, pos - reach), pos)

@@ -23,9 +23,10 @@ STOP = set(
 # Verbs that may follow a name directly without a stop character (黄达大怒骂道, 凌振谢道).
 _VERBS_AFTER_NAME = ("大怒", "大喜", "大惊", "大笑", "大叫", "大骂", "大哭", "大喝", "大呼", "谢道", "谢了")
 # Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
-_EARLY_STOP = set("道说曰问笑喝叫骂叹")
+_EARLY_STOP = set("道说曰问笑喝叫骂叹报禀")
+_SPEECH_AFTER = ("应道", "答道", "说道", "问道", "便道", "又道", "笑道", "喝道", "叫道")
 # After these a word is a subject even when no name list knows it (王观察又捉了… → 王观察).
-_AFTER_SUBJECT = set("又便却也都就只才已正仍还再先亦乃遂听见看自")
+_AFTER_SUBJECT = set("又便却也都就只才已正仍还再先亦乃遂听见看自把")
 # Perception right after a word makes it a subject even without a surname (皇叔方垕听了大怒).
 _PERCEIVING = set("听见看")
 # Words that open a clause without being its subject; stripped again and again (当下只见 …).
@@ -35,7 +36,7 @@ LEAD_WORDS = (
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
     "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下",
-    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
+    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早",
 )  # fmt: skip
 # Any run of lead words that leaves something after it.
 _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
@@ -67,7 +68,8 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "汉", "厮", "人",
+    "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
+    "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -112,7 +114,7 @@ SURNAMES = set(
     "狄米贝臧戴宋茅庞熊纪舒屈项祝董梁杜阮蓝闵席季麻贾娄颜郭梅林刁钟徐邱骆高夏蔡田樊胡凌霍虞万柯"
     "管卢莫裘缪解宣邓郁单杭洪包左石崔吉钮龚程嵇邢裴陆荣翁荀甄芮储靳段富焦巴侯全班仲伊宁仇栾"
     "甘厉武符刘詹龙叶黎蓟宿白蒲邰鄂索赖卓蔺屠蒙乔胥翟谭姬申冉郦雍濮牛寿扈燕冀浦柴瞿阎慕茹艾"
-    "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏安"
+    "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏安余"
 )
 COMPOUND_SURNAMES = (
     "欧阳", "公孙", "呼延", "慕容", "司马", "上官", "诸葛", "皇甫", "尉迟", "东方", "令狐", "宇文", "长孙", "独孤",
@@ -189,8 +191,8 @@ def _span(text: str, limit: int = 4, title: bool = False) -> str:
     i = 0
     while i < len(text) and i < limit and _CJK.match(text[i]):
         stop = (text[i] in (_EARLY_STOP if i < 2 else STOP) and not _inner_verb(text, i)) or _strong_verb(text, i)
-        if stop and not (title and text[i] == "将"):
-            break
+        if stop and not (title and (text[i] == "将" or text.startswith(_LONG_HEADS, i))):
+            break  # (兵马都监闻达: 都 begins a title there)
         i += 1
     return text[:i]
 
@@ -201,6 +203,8 @@ def _strong_verb(text: str, i: int) -> bool:
 
 
 def _inner_verb(text: str, i: int) -> bool:
+    if i == 1 and text[i] == "道" and (text[i + 1 : i + 2] == "道" or text.startswith(_SPEECH_AFTER, i + 1)):
+        return True  # 胡道应道: the name ends in 道, the verb follows
     """道 or 说 second in a name, with the name going on after it (乔道清道 is 乔道清)."""
     return i == 1 and text[i] in "道说" and i + 2 < len(text) and _CJK.match(text[i + 1]) is not None and text[i + 1] not in STOP
 
@@ -239,8 +243,9 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     clause = clause[place:]  # 帐前走过燕青禀道, 班部中转出兀颜统军
     if clause.startswith(_APPEARING):
         appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
+        appearing = appearing or _descriptor(clause[2:], names, verb_clause=False, introduced=True)
         if appearing:
-            return appearing
+            return appearing  # 转过玉麒麟卢俊义, 转过一人
     if not clause or not _CJK.match(clause[0]):
         return None
     if clause[:1] in "那这" and clause[1:].startswith(COLLECTIVES):
@@ -252,7 +257,7 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
     name = _names_at(clause, names)
-    longer = name and common_noun(name) and _head_prefix(clause)
+    longer = name and (common_noun(name) or not is_surname(name)) and _head_prefix(clause)
     noun = longer and max((h for h in PERSON_HEADS if longer.endswith(h)), key=len)
     if longer and len(longer) > len(name) and longer.startswith(name) and len(longer) - len(noun) < len(name):
         return longer  # 众军汉道 (the list holds 众军; the noun 军汉 starts inside it)
@@ -334,12 +339,17 @@ def _names_at(clause: str, names: Names) -> str | None:
     name = names.name_at(clause, 0)
     if not name:
         return None
+    for i in range(1, len(name)):
+        inner = names.name_at(clause, i)
+        if inner and i + len(inner) > len(name) and is_surname(name):
+            name = clause[: i + len(inner)]  # 阎婆惜: the list knows 阎婆 and 婆惜
+            break
     end = len(name)
     following = names.name_at(clause, end)
     if following and following.endswith(PERSON_HEADS):
         name, end = name + following, end + len(following)
-    elif following:
-        name, end = following, end + len(following)
+    elif following and not (is_surname(name) and not common_noun(name) and is_surname(following)):
+        name, end = following, end + len(following)  # 黑旋风李逵 (but 宋江闻报…: a name, then a word)
     group = [name]
     while clause[end : end + 1] == "、" and names.name_at(clause, end + 1):
         more = names.name_at(clause, end + 1)
@@ -405,8 +415,8 @@ def _descriptor(
         if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
         tail = rest[len(head) :] if head and _plain_descriptor(head) else ""
-        if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail):
-            return tail  # 贼将滕戣，…: a clause that is only a title and a name
+        if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail) and name_shaped(tail):
+            return tail  # 贼将滕戣，…: a clause that is only a title and a name (not 行者焦躁)
         appositive = head and _appositive(rest[len(head) :], names)
         if appositive:
             return appositive  # 这店的掌柜老邓 → 老邓, 水寨内头领船火儿张横 → 张横
@@ -429,8 +439,8 @@ def _descriptor(
                 return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
             if 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
                 return after  # 那个唱的玉兰 → 玉兰
-    if verb_clause and clause[:1] in _KIN and _VERB_ONLY.match(clause[1:]):
-        return clause[0]  # 娘道
+    if verb_clause and clause[:1] in _KIN and (_VERB_ONLY.match(clause[1:]) or clause[1:2] in _AFTER_SUBJECT | {"在"}):
+        return clause[0]  # 娘道, 娘在背上说道
     return None
 
 
