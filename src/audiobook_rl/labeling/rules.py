@@ -39,7 +39,7 @@ from .subjects import (
 )
 
 UNKNOWN_SPEAKER = "某人"
-_SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
+_SENTENCE = re.compile(r".*?(?:[。！？!?．]+|…+)[”’）)]*|.+$", re.S)
 _TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应|言)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
 _AFTER_TAG = re.compile(r"^([^。！？!?“”，,]{1,14}?(?:道|说|问|曰))[。，,！!]")
 _CLAUSE = re.compile(r"[，,；;：:]")
@@ -49,13 +49,23 @@ _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
 _WRITTEN = re.compile(
     r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
     r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道"
-    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道)[：:，,]?$"
+    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道|字[，,]?道是)[：:，,]?$"
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
 _SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道)[：:，,]?$")
 _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
+# A descriptor right before the speech verb inside a clause that opened with someone else, the comma
+# left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
+_INNER_DESCRIPTOR = re.compile(
+    "(?:那|这)(?:个)?[\u4e00-\u9fff]{0,3}?("
+    + "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
+    + ")[\u4e00-\u9fff]{0,4}?(?:道|说|问|叫|喝|骂)[：:，,]?$"
+)
+_OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推")
+# Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
+_PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
 # (pattern in the tag clause, tone, intensity): the first match wins.
 VERB_TONES = (
@@ -237,7 +247,8 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         if speaker == UNKNOWN_SPEAKER or is_descriptor(speaker, lexicon) or not _proper(speaker, lexicon):
             # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
             speaker = self_named(text, lexicon) or speaker
-        speaker = _identify(speaker, state)
+        if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
+            speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
         listener = _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)
         if "、" in speaker and listener in speaker.split("、"):
             speaker = "、".join(p for p in speaker.split("、") if p != listener)  # 戴宗、李逵…问李逵道 → 戴宗
@@ -279,6 +290,13 @@ def _not_speech(before: str, content: str, after: str) -> bool:
 
 def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     name = _sentence_subject(sentence, lexicon)
+    pair = _PAIR.search(sentence)
+    ends = pair and [
+        next((m.group() for m in lexicon.names_in(part) if m.end() == len(part)), None) or (part[-2:] if name_shaped(part[-2:]) else None)
+        for part in pair.groups()
+    ]
+    if ends and all(ends):
+        name = "、".join(ends)  # 一个是没遮拦穆弘，一个是小遮拦穆春
     if name and name not in PRONOUNS + COLLECTIVES:
         state.saw(name)
     # A name in the sentence that introduces a quote is most often the listener or an object
@@ -336,7 +354,12 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     verb = clauses[-1]
     heard = _HEARD.search(verb)
     name = heard and subject(verb[heard.end() :], lexicon, verb_clause=True)  # 宋江又听得那太公问道
+    inner = _INNER_DESCRIPTOR.search(verb)
+    if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE:
+        name = inner.group(1)
     name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or name_before_verb(verb, lexicon)
+    if name in PRONOUNS and len(clauses) > 1:
+        name = _sentence_subject(clauses[:-1], lexicon) or name  # 庞元只道张世开打小厮，他便叫道 → 庞元
     name = name or _sentence_subject(clauses[:-1], lexicon)
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎

@@ -34,7 +34,8 @@ KINDS = {
     "old woman": ("婆子", "老婆子", "婆婆", "虔婆", "老虔婆"),
     "old man": ("老儿", "老子", "老汉", "老头儿", "老头"),
     "monk": ("和尚", "贼秃", "秃驴", "秃厮", "阇黎"),
-    "man": ("汉子", "大汉", "长汉", "汉", "人", "个人", "后生", "壮士", "好汉"),
+    "man": ("汉子", "大汉", "长汉", "汉", "人", "个人", "后生", "壮士", "好汉", "大将", "上将"),
+    "teacher": ("先生",),
 }  # fmt: skip
 # Titles that end a name (狄太公, 宿太尉, 蔡九知府, 柴大官人): the title alone stands for the one
 # last named with it.
@@ -48,9 +49,10 @@ _HEADS = sorted(_KIND_OF, key=len, reverse=True)
 _TITLES = sorted(TITLES, key=len, reverse=True)
 # 人 and 汉 alone are heads only after a demonstrative (那人, 这汉): 客人, 军汉 are other people.
 _BARE = re.compile(r"^(?:那|这|此)?(?:个)?(?:人|汉)$")
+_MANY = re.compile(r"^(?:那|这|此)?(?:[两二三四五六七八九十几数百千]|众|诸)")
 # How long (characters of text) a name stays bound without coming up again: a woman named once may
 # be 那妇人 for three chapters (潘金莲).
-_REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "title": 3000, "man": 3000}
+_REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "title": 3000, "man": 3000, "teacher": 3000}
 # A new person of a kind ends the binding, unless the bound one came up just before (一个妇人出到
 # 帘子下 right after the narration spoke of 潘金莲 is 潘金莲).
 _SAME_PERSON = {"woman": 800}
@@ -77,14 +79,14 @@ _WOMAN_WORDS = re.compile("女儿|女子|使女|女使|妇人|娘子|养娘|行�
 _ROLE = re.compile("(?<!男)(?:女儿|娘子|浑家|夫人|郡主|公主|女将|行首)")
 # Naming in narration: 那人不是别人，正是……姓宋名江 / 岸上提锄头的那汉，便是阮小二.
 _IS = re.compile(r"(?:不是别人|非是别人)?[，,]?(?:正是|便是|却是|乃是|原来是|原来正是)")
-_SURNAME_GIVEN = re.compile(f"姓([{_CJK}]{{1,2}})[，,]?(?:双)?名([{_CJK}]{{1,2}})")
+_SURNAME_GIVEN = re.compile(f"姓([{_CJK}]{{1,2}})[，,]?(?:双|单)?(?:名|讳)(?:一个|个)?([{_CJK}](?:(?![的字是也便])[{_CJK}])?)")
 _AFTER_DESCRIPTOR = re.compile(
     f"(那|这|此|一个|一员|一位|一条)(?:个)?[{_CJK}]{{0,4}}?(" + "|".join(_HEADS) + ")[^。！？!?\n“”：:]{0,60}"
 )
 _WOMAN_DESCRIPTOR = re.compile("(?:那|这|此)(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
 # A speaker naming himself: 小人姓刘名唐 / 小可便是赤发鬼刘唐 / 小将呼延灼的便是.
 _I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在下|老汉|奴家|吾|咱)"
-_SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|姓)")
+_SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|复?姓)")
 _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJK}]{{2,4}}?)(?:的便是|便是|是也)")
 _HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
 _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
@@ -171,8 +173,8 @@ class Story:
     def who(self, descriptor: str, pos: int) -> str | None:
         """The name ``descriptor`` stands for at ``pos``, if the text named that person."""
         head = head_of(descriptor)
-        if head is None:
-            return None
+        if head is None or _MANY.match(descriptor):
+            return None  # (四个好汉, 众军汉: many people, not the one named)
         kind = _KIND_OF[head]
         timeline = self._timelines.get(head if kind == "title" else kind, [])
         k = bisect.bisect_left(timeline, (pos,)) - 1
@@ -215,19 +217,25 @@ class Story:
             if name:
                 women.setdefault(name, match.start())
         women = {w: at for w, at in women.items() if _is_name(w, names)}
-        by_key: dict[str, str] = {w: "woman" for w in women}
-        # Kinds known by how a name ends: 王婆 (婆子), 潘公 / 金老 (老儿), 海阇黎 (和尚), 狄太公 (太公).
+        by_key: dict[str, list[str]] = {w: ["woman"] for w in women}
+        # Kinds known by how a name ends: 王婆 (婆子), 潘公 / 金老 (老儿), 海阇黎 (和尚), 狄太公 (太公,
+        # and an old man: 那老儿).
         for name in names.names:
             if is_surname(name) and len(name) <= 3 and name.endswith("婆"):
-                by_key[name] = "old woman"
-            elif is_surname(name) and len(name) <= 3 and name.endswith(("公", "老")):
-                by_key[name] = "old man"
+                by_key[name] = ["old woman"]
             elif name.endswith("阇黎") and len(name) > 2:
-                by_key[name] = "monk"
-            elif any(name.endswith(t) and len(name) > len(t) for t in TITLES) and not is_descriptor(name, names):
-                by_key.setdefault(name, "title")
+                by_key[name] = ["monk"]
+            else:
+                if is_surname(name) and len(name) <= 3 and name.endswith(("公", "老")):
+                    by_key.setdefault(name, []).append("old man")
+                if any(name.endswith(t) and len(name) > len(t) for t in TITLES) and not is_descriptor(name, names):
+                    by_key.setdefault(name, []).append("title")
         for match in _TITLED.finditer(text):
-            by_key.setdefault(match.group(), "title")
+            keys = by_key.setdefault(match.group(), [])
+            if "title" not in keys:
+                keys.append("title")
+            if match.group().endswith("太公") and "old man" not in keys:
+                keys.append("old man")
         apart: set[int] = set()  # where a woman's name stands beside 那妇人 as another person
         if women:
             woman_name = re.compile("|".join(map(re.escape, sorted(women, key=len, reverse=True))))
@@ -243,10 +251,10 @@ class Story:
                         apart.add(start + other.start())
         for match in re.finditer("|".join(map(re.escape, sorted(by_key, key=len, reverse=True))) or "(?!)", text):
             name = match.group()
-            key = by_key[name]
-            if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
-                continue  # a woman the people talk about, or one set apart, is not the one in the scene
-            add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
+            for key in by_key[name]:
+                if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
+                    continue  # a woman the people talk about, or one set apart, is not the one in the scene
+                add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
 
         # Anyone named in narration right after a descriptor, or naming himself in his own line.
         for match in _AFTER_DESCRIPTOR.finditer(text):
@@ -315,6 +323,9 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     given = (_GIVEN.search(rest) or _CALLED.search(rest)) if woman else None
     if given and _is_name(given.group(1), names):
         return given.group(1)
+    full = _SURNAME_GIVEN.match(rest, next((i for i in range(4) if rest[i : i + 1] in ("姓", "")), 0))
+    if full and full.start() <= 3:
+        return full.group(1) + full.group(2)  # 那知府复姓慕容，双名彦达 / 这个是北京上将，姓索名超
     match = _IS.search(rest[: 30 if far <= 6 else len(rest)])
     if not match or match.start() > far:
         return None
@@ -323,6 +334,8 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     if full:
         return full.group(1) + full.group(2)
     name = next(iter(names.names_in(after[:12])), None)
+    if name and re.match(f"[{_CJK}]{{3}}", after[name.end() :]):
+        return None  # 正是蒋门神初来孟州新娶的妾: his concubine, not 蒋门神
     return name.group() if name and is_surname(name.group()) and not is_descriptor(name.group()) else None
 
 

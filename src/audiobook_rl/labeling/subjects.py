@@ -35,8 +35,8 @@ LEAD_WORDS = (
     "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下",
-    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早",
+    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好",
+    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先",
 )  # fmt: skip
 # Any run of lead words that leaves something after it.
 _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
@@ -69,7 +69,8 @@ PERSON_HEADS = (
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
-    "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "汉", "厮", "人",
+    "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
+    "母亲", "老母", "老娘", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -86,7 +87,8 @@ _BODY_OR_PLACE = set("身背面旁手眼心脸口家")
 # character, shorter ones could be a verb and its direction (脱下王班直身上锦袄).
 _PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前", "门里", "帐前", "帐下", "阶下", "堂上", "厅上", "楼上", "楼下",
            "城上", "城中", "两边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上",
-           "城里", "城内", "城外", "寨里", "寨中", "庄上", "庄里", "山上", "山下", "店里", "府里", "府中", "县里"}  # fmt: skip
+           "城里", "城内", "城外", "寨里", "寨中", "庄上", "庄里", "山上", "山下", "店里", "府里", "府中", "县里",
+           "正南上", "正北上", "正东上", "正西上", "东南上", "西南上", "东北上", "西北上"}  # fmt: skip
 # Nouns of places that take a locative (关前, 寨里, 船头上): with it they set the scene before a subject.
 _PLACE_NOUNS = set("关寨营城门阵殿庄山岭桥江河船店庙堂厅楼帐林坡岸树路窗屋府县街巷")
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
@@ -98,10 +100,13 @@ _AFTER_NAME = re.compile(
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
+_MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
 _VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
 _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
+# Kin after a name: the kin is the person (雷横娘, 雷横的母亲), unless the name goes on.
+_KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹)(?![\u4e00-\u9fff]?[子儿])")
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
 _APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
@@ -128,7 +133,7 @@ def is_surname(word: str) -> bool:
 
 
 # Last characters of titles that stand before a name (军师, 太尉, 都头, 皇叔, 将军).
-_TITLE_ENDS = set("师尉帅侯王公相爷叔伯兄哥头领官将军使监辖察管锋")
+_TITLE_ENDS = set("师尉帅侯王公相爷叔伯兄哥头领官将军使监辖察管锋督")
 
 
 class Names(Protocol):
@@ -257,6 +262,13 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
     name = _names_at(clause, names)
+    if name and "、" not in name:
+        kin = _KIN_AFTER.match(clause, len(name))
+        if kin and not (names.name_at(clause, len(name)) or "").startswith(kin.group()):
+            return clause[: kin.end()]  # 雷横娘道, 雷横的母亲…骂道: his mother speaks, not 雷横
+        owned = clause[len(name) : len(name) + 1] == "的" and _head_prefix(clause[len(name) + 1 :])
+        if owned:
+            return _shortened(owned, names)  # 童贯的步军…问道: the soldiers, not 童贯
     longer = name and (common_noun(name) or not is_surname(name)) and _head_prefix(clause)
     noun = longer and max((h for h in PERSON_HEADS if longer.endswith(h)), key=len)
     if longer and len(longer) > len(name) and longer.startswith(name) and len(longer) - len(noun) < len(name):
@@ -298,6 +310,8 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         after = clause[clause.find(loose) + len(loose) :] if loose else ""
         gap = clause[: clause.find(loose)] if loose else ""
         nickname = loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
+        # A two-character nickname only where the novel often puts it before the name (浪子燕青).
+        nickname = nickname or (len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3)
         titled = loose if loose and (after[:1] in _AFTER_SUBJECT or nickname) else None
     if titled:
         return titled
@@ -364,7 +378,7 @@ def _head_prefix(text: str, limit: int = 8) -> str | None:
     if text[:1] == "的":
         return None
     for i, ch in enumerate(text[:limit]):
-        if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2):
+        if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2) or (i and ch == "有"):
             break  # (a noun may grow by two characters: 汉 → 汉子, not 军士 → 军士们递相厮)
         if text[: i + 1].endswith(PERSON_HEADS) and text[i + 1 : i + 2] != "马":
             end = i + 1  # (人马, 军马: a troop, not a person)
@@ -410,7 +424,7 @@ def _descriptor(
             head = _head_prefix(noun)  # 那船头上横叉的大汉 → 大汉, 这店的掌柜老邓 → 老邓
             return names.name_at(noun, len(head)) or _shortened(head, names)
         head = _head_prefix(rest)
-        if head and not (opener or start) and "众" in head[1:]:
+        if head and not (opener or start) and "众" in head[1:] and head not in PERSON_HEADS:
             head = None  # 止住众人道: the crowd is spoken to
         if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
@@ -424,8 +438,9 @@ def _descriptor(
         if titled:
             return trimmed(titled, names)  # 左丞相娄敏中出班启奏 → 娄敏中
         before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
-        acting = first and not start and rest[len(head or "") : len(head or "") + 1] in _AFTER_SUBJECT  # 御弟大王自折了…
-        if head and (opener or before_verb or _plain_descriptor(head) or (introduced and not start) or acting):
+        acting = first and not start and rest[len(head or "") : len(head or "") + 1] in _AFTER_SUBJECT | _MOVING  # 御弟大王自折了…, 逃难军士奔回来
+        placed = start and clause[:start] in _PLACES and len(head or "") >= 3  # 正南上旗牌官拿着…
+        if head and (opener or before_verb or _plain_descriptor(head) or (introduced and not start) or acting or placed):
             if len(head) >= 2:
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
             if opener:
@@ -433,9 +448,9 @@ def _descriptor(
         if opener and opener[-1] in _NUMERAL and rest[:1] == "将":
             return opener + "将"  # 身边一将指道
         nominal = rest.find("的", 1, 5)
-        if opener and not head and nominal > 0:
+        if (opener or (first and not start)) and not head and nominal > 0:
             after = rest[nominal + 1 :]
-            if nominal >= 2 and after[:1] in _EARLY_STOP:
+            if nominal >= 2 and (after[:1] in _EARLY_STOP or (not opener and after[:1] in _MOVING)):  # (打鱼的回来报道)
                 return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
             if 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
                 return after  # 那个唱的玉兰 → 玉兰
@@ -498,9 +513,9 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield i
         elif relative_only:
             continue
-        elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and (
-            before in _PLACES or 3 <= i <= 5 or (i == 2 and (clause[i] == "有" or before[0] in _PLACE_NOUNS))  # 山下有人来报, 关前一将
-        ):
+        elif before[-1] in _LOCATIVE and (before in _PLACES or not any(ch in STOP for ch in before[:-1]) and (
+            3 <= i <= 5 or (i == 2 and (clause[i] == "有" or before[0] in _PLACE_NOUNS))  # 山下有人来报, 关前一将
+        )):
             yield i
         elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP for ch in before))):
             yield i
@@ -515,8 +530,8 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
         name = names.name_at(word, i)
         if name and common_noun(name):
             continue  # 柴大官人: 官人 is no one's name
-        if name and (word[i - 1] in _TITLE_ENDS or not strict) and not any(ch in STOP - {"将"} for ch in word[:i]):
-            return name
+        if name and (word[i - 1] in _TITLE_ENDS or (not strict and is_surname(name))) and not any(ch in STOP - {"将"} for ch in word[:i]):
+            return name  # (a loose title stands before a surname: not 那渔人倚定小船)
     return None
 
 
