@@ -60,7 +60,9 @@ _JUST_BEFORE = 300
 _ASIDE_FOR = 1500
 # What happens to a binding, in the order of events at one place: a name comes up, a new person comes
 # in, another man's wife comes in, a sentence tells the descriptor from the name.
-_NAMED, _NEW_PERSON, _ASIDE, _NOT = range(4)
+_NAMED, _NEW_PERSON, _ASIDE, _NOT, _MENTION = range(5)
+# Kinds whose bare word, coming up again, keeps the binding alive (长老 all through a chapter).
+_KEPT_BY_MENTION = ("title", "monk", "old man", "old woman")
 _CJK = "\u3400-\u9fff"
 _SURNAME = "(?:" + "|".join(COMPOUND_SURNAMES) + "|[" + "".join(sorted(SURNAMES)) + "])"
 
@@ -249,12 +251,20 @@ class Story:
                     for other in woman_name.finditer(sentence):
                         add("woman", match.start(), _NOT, other.group())  # 那妇人因王庆勾搭了娇秀: not 娇秀
                         apart.add(start + other.start())
+        covered: list[tuple[int, int]] = []
         for match in re.finditer("|".join(map(re.escape, sorted(by_key, key=len, reverse=True))) or "(?!)", text):
             name = match.group()
+            covered.append(match.span())
             for key in by_key[name]:
                 if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
                     continue  # a woman the people talk about, or one set apart, is not the one in the scene
                 add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
+
+        # The bare word again, outside quotes (长老道, 那和尚): the one bound goes on being meant.
+        kept = [h for h, kind in _KIND_OF.items() if kind in _KEPT_BY_MENTION]
+        for match in re.finditer("|".join(sorted(kept, key=len, reverse=True)), text):
+            if not _inside(covered, match.start()) and not _inside(quoted, match.start()):
+                add(_key(match.group()), match.start(), _MENTION)
 
         # Anyone named in narration right after a descriptor, or naming himself in his own line.
         for match in _AFTER_DESCRIPTOR.finditer(text):
@@ -305,6 +315,10 @@ def _timeline(events: list[tuple[int, int, str | None]], kind: str) -> list[tupl
             resume = (pos + _ASIDE_FOR, aside) if op == _ASIDE and aside else None
             bound = None
             timeline.append((pos, None))
+        elif op == _MENTION:
+            if bound is not None and pos - last <= _REACH.get(kind, _REACH["title"]):
+                last = pos
+                timeline.append((pos, bound))
         elif op == _NOT and bound == name:
             bound, resume = None, None
             timeline.append((pos, None))

@@ -32,7 +32,7 @@ _PERCEIVING = set("听见看")
 # Words that open a clause without being its subject; stripped again and again (当下只见 …).
 LEAD_WORDS = (
     "数内", "内中", "其中", "当时", "那时", "当日", "当晚", "当夜", "次日", "次早", "至晚", "少刻", "须臾",
-    "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
+    "只听得", "只听的", "只听", "只管", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
     "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好",
@@ -44,7 +44,7 @@ _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True
 LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻")
 # Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
 ADDRESS_VERBS = (
-    "分付", "吩咐", "嘱咐", "嘱付", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
+    "分付", "吩咐", "嘱咐", "嘱付", "申复", "禀复", "回复", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
     "劝", "谢", "拜", "告", "禀", "骂", "喝骂", "喝", "问", "谓", "对", "向", "与", "和", "跟", "朝", "同",
     "把", "教", "令", "着", "差", "使", "命", "扶起", "拖过", "揪住", "推开", "邀请", "留住", "送与", "见了", "看了",
     "听了",
@@ -56,7 +56,7 @@ COLLECTIVES = (
     "他两个", "他二人", "他三个", "他三人", "弟兄两个", "夫妻两个", "二人", "两人", "两个", "三人", "三个", "二位", "三位",
 )  # fmt: skip
 # Demonstratives and quantities that open a descriptor (那汉子, 两个公人, 那七个客人, 那伙人).
-_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班|彪|簇|枝|支|筹)?|个|位|伙|些)?")
+_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班|彪|簇|枝|支|筹|家|行)?|个|位|伙|些)?")
 _NUMERAL = "一二三四五六七八九十两几数百千"
 _OPENER_FIRST = set("有那这个位伙些" + _NUMERAL)
 # Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
@@ -70,7 +70,7 @@ PERSON_HEADS = (
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
-    "母亲", "老母", "老娘", "汉", "厮", "人",
+    "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -93,14 +93,15 @@ _PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前",
 _PLACE_NOUNS = set("关寨营城门阵殿庄山岭桥江河船店庙堂厅楼帐林坡岸树路窗屋府县街巷")
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
 # What is left of a clause after its subject when the subject stands right before the verb.
-_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$")
+_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$|^[\u4e00-\u9fff]{1,3}?来(?:说道|报道|叫道)[：:，,]?$")
 # What follows a name in a speech tag: an adverb, or a listener, then the verb (邬梨对全灵说道).
 _AFTER_NAME = re.compile(
     r"^(?:[又便却也都就只才已正仍还再亦乃遂][\u4e00-\u9fff]{0,2}?|[对向与问和][\u4e00-\u9fff]{1,5}?)"
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
-_MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
+_MOVING = set("奔跑走赶回来进入")
+_SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
 _VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
@@ -108,7 +109,7 @@ _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道
 # Kin after a name: the kin is the person (雷横娘, 雷横的母亲), unless the name goes on.
 _KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹)(?![\u4e00-\u9fff]?[子儿])")
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
-_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上")
+_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上", "钻出")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 # A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
@@ -243,8 +244,8 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         return "众人"  # 众皆起身道
     seeing = next((w for w in ("又见", "早见", "见") if verb_clause and clause.startswith(w)), "")
     clause = clause[len(seeing) :]  # 又见殿帅孙安上殿启奏
-    place = next((i + 1 for i in range(1, 4) if clause[i : i + 1] in _LOCATIVE and clause[i + 1 :].startswith(_APPEARING)
-                  and not any(ch in STOP for ch in clause[:i])), 0)
+    place = next((i + 1 for i in range(1, 10) if clause[i : i + 1] in _LOCATIVE and clause[i + 1 :].startswith(_APPEARING)
+                  and not any(ch in (STOP if i < 4 else _SEEING) for ch in clause[:i])), 0)
     clause = clause[place:]  # 帐前走过燕青禀道, 班部中转出兀颜统军
     if clause.startswith(_APPEARING):
         appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
@@ -253,10 +254,15 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
             return appearing  # 转过玉麒麟卢俊义, 转过一人
     if not clause or not _CJK.match(clause[0]):
         return None
+    there = re.match(f"^[^，,。]{{1,5}}?[{''.join(_LOCATIVE)}](?:却|又|也|早|只)?有", clause)
+    if there and not any(names.name_at(clause, i) for i in range(there.end())):
+        named = _names_at(clause[there.end() :], names)
+        if named and is_surname(named):
+            return named  # 随军内却有公孙胜: the one who is there acts next
     if clause[:1] in "那这" and clause[1:].startswith(COLLECTIVES):
         clause = clause[1:]  # 那两个道: the two just spoken of
     for word in COLLECTIVES if clause.startswith(COLLECTIVES) else ():
-        if clause.startswith(word) and not (names.name_at(clause, len(word)) or _head_prefix(clause[len(word) :])):
+        if clause.startswith(word) and not (names.name_at(clause, len(word)) or _head_prefix(clause[len(word) :]) or _PICKED.match(clause)):
             return word  # 二人道 (but 两个公人道 is a descriptor)
     pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None) if clause.startswith(PRONOUNS) else None
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
@@ -318,7 +324,17 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     perceiving = first and rest[:1] in _PERCEIVING
     if confirmed and _plausible(word) and (name_shaped(word) or perceiving) and not _holds_name(word, names):
         return trimmed(word, names)  # a name the novel rarely tags: 贺统军道 → 贺统军, 皇叔方垕听了大怒 → 皇叔方垕
+    if first and len(word) >= 3 and name_shaped(word) and not _holds_name(word, names):
+        short = trimmed(word, names)
+        if 2 <= len(short) < len(word) and _speaks_often(short, names):
+            return short  # 陈翥兜住马: a name the text often puts before a speech verb
     return None
+
+
+def _speaks_often(word: str, names: Names) -> bool:
+    """Whether the novel puts ``word`` right before a speech or shouting verb at least three times."""
+    text = getattr(names, "text", "") or ""
+    return len(re.findall(re.escape(word) + "(?:道|说|叫|喝|大叫|大喝|大骂|厉声)", text)) >= 3
 
 
 def _surnamed(word: str) -> bool:
