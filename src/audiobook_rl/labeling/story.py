@@ -76,7 +76,7 @@ _WIFE = re.compile("(?<=[，,。：:；;！？\n　])(?:老婆|浑家|妻子)(?!
 # 娘子贾氏, 郡主琼英); servants named by their role are left out: the mistress of the house is the 妇人
 # of their scenes.
 _GIVEN = re.compile(f"(?:小名|小字|乳名)(?:唤做|叫做)?([{_CJK}]{{2,3}})(?=[^{_CJK}]|$)")
-_CALLED = re.compile(f"(?:名唤|唤做|叫做|名叫)([{_CJK}]{{2,3}})(?=[^{_CJK}]|$)")
+_CALLED = re.compile(f"(?:名唤(?!做)|唤做|叫做|名叫)([{_CJK}]{{2,3}})(?=[^{_CJK}]|$)")
 _WOMAN_WORDS = re.compile("女儿|女子|使女|女使|妇人|娘子|养娘|行首|角妓|浑家|妻")
 _ROLE = re.compile("(?<!男)(?:女儿|娘子|浑家|夫人|郡主|公主|女将|行首)")
 # Naming in narration: 那人不是别人，正是……姓宋名江 / 岸上提锄头的那汉，便是阮小二.
@@ -114,6 +114,8 @@ def is_descriptor(word: str, names: Names | None = None) -> bool:
     head = head_of(word)
     if head is None:
         return False
+    if names is not None and any(word[i:] in names.names for i in range(1, len(word) - len(head))):
+        return False  # 智真长老: the list knows 真长老, a name
     return not (len(word) > len(head) and (is_surname(word) or (names is not None and word in names.names)))
 
 
