@@ -47,6 +47,7 @@ TITLES = (
 _KIND_OF = {head: kind for kind, heads in KINDS.items() for head in heads} | {title: "title" for title in TITLES}
 _HEADS = sorted(_KIND_OF, key=len, reverse=True)
 _TITLES = sorted(TITLES, key=len, reverse=True)
+_HEAD_SIZES = sorted({len(h) for h in _KIND_OF}, reverse=True)
 # 人 and 汉 alone are heads only after a demonstrative (那人, 这汉): 客人, 军汉 are other people.
 _BARE = re.compile(r"^(?:那|这|此)?(?:个)?(?:人|汉)$")
 _MANY = re.compile(r"^(?:那|这|此)?(?:[两二三四五六七八九十几数百千]|众|诸)")
@@ -105,7 +106,7 @@ class Names(Protocol):
 
 def head_of(descriptor: str) -> str | None:
     """The head noun a descriptor ends with (``那挑酒的汉子`` → 汉子, ``太公`` → 太公), or None."""
-    head = next((h for h in _HEADS if descriptor.endswith(h)), None)
+    head = next((descriptor[-n:] for n in _HEAD_SIZES if descriptor[-n:] in _KIND_OF), None)
     return None if head in ("人", "汉") and not _BARE.match(descriptor) else head
 
 
@@ -164,14 +165,20 @@ class Story:
         self._timelines: dict[str, list[tuple[int, str | None]]] = {}
         self._scan()
 
-    def before(self, start: int, limit: int = 1500) -> str:
-        """The text before ``start``: from the chapter's heading or ``limit`` characters back,
-        whichever is nearer, beginning at the start of a paragraph."""
+    def before(self, start: int, limit: int = 300) -> str:
+        """The text before ``start``: about ``limit`` characters back, but not past the chapter's
+        heading, beginning at the start of a paragraph (the whole paragraph that ``limit`` falls in,
+        if it is not much longer)."""
         k = bisect.bisect_right(self.chapters, start) - 1
-        begin = max(self.chapters[k] if k >= 0 else 0, start - limit, 0)
-        if begin > 0 and self.text[begin - 1] != "\n":
-            newline = self.text.find("\n", begin, start)
-            begin = newline + 1 if newline != -1 else start
+        floor = self.chapters[k] if k >= 0 else 0
+        begin = max(floor, start - limit, 0)
+        if begin > floor and self.text[begin - 1] != "\n":
+            paragraph = self.text.rfind("\n", floor, begin) + 1
+            if start - paragraph <= 3 * limit:
+                begin = max(paragraph, floor)
+            else:
+                newline = self.text.find("\n", begin, start)
+                begin = newline + 1 if newline != -1 else start
         return self.text[begin:start]
 
     def who(self, descriptor: str, pos: int) -> str | None:

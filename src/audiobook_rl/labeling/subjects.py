@@ -100,8 +100,9 @@ _AFTER_NAME = re.compile(
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
-_MOVING = set("奔跑走赶回来进入")
-_SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
+_MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
+_SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)
+_THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|又|也|早|只)?有")  # 随军内却有公孙胜
 _VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
@@ -111,6 +112,15 @@ _KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
 _APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上", "钻出")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
+_HEAD_SET = set(PERSON_HEADS)
+_HEAD_SIZES = sorted({len(h) for h in PERSON_HEADS}, reverse=True)
+
+
+def _noun(word: str) -> str:
+    """The longest person noun ``word`` ends with (it ends with one)."""
+    return next(word[-n:] for n in _HEAD_SIZES if word[-n:] in _HEAD_SET)
+
+
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 # A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
 # so that manner words before the verb are not (哽咽道, 合十道, 得意道).
@@ -254,7 +264,7 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
             return appearing  # 转过玉麒麟卢俊义, 转过一人
     if not clause or not _CJK.match(clause[0]):
         return None
-    there = re.match(f"^[^，,。]{{1,5}}?[{''.join(_LOCATIVE)}](?:却|又|也|早|只)?有", clause)
+    there = _THERE.match(clause)
     if there and not any(names.name_at(clause, i) for i in range(there.end())):
         named = _names_at(clause[there.end() :], names)
         if named and is_surname(named):
@@ -276,13 +286,13 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         if owned:
             return _shortened(owned, names)  # 童贯的步军…问道: the soldiers, not 童贯
     longer = name and (common_noun(name) or not is_surname(name)) and _head_prefix(clause)
-    noun = longer and max((h for h in PERSON_HEADS if longer.endswith(h)), key=len)
+    noun = longer and _noun(longer)
     if longer and len(longer) > len(name) and longer.startswith(name) and len(longer) - len(noun) < len(name):
         return longer  # 众军汉道 (the list holds 众军; the noun 军汉 starts inside it)
     if name:
         return name
     head = _head_prefix(clause)
-    noun = head and max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
+    noun = head and _noun(head)
     if head and len(head) <= 4 and len(noun) >= 2 and any(
         names.name_at(head, i) == head[i:] and len(head) - i > len(noun) and not is_surname(head[i:])
         for i in range(1, len(head) - 1)
@@ -503,7 +513,7 @@ def _plain_descriptor(head: str) -> bool:
     """Without an opener or a speech verb right after it, a descriptor is trusted only when it is a
     person noun alone (近侍), after a place (巷口酒店里酒保) or after a surname (王观察) — not a verb
     and its object (会集诸多番将)."""
-    noun = max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
+    noun = _noun(head)
     before = head[: -len(noun)]
     return len(noun) > 1 and (
         not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in SURNAMES or before in COMPOUND_SURNAMES
