@@ -23,6 +23,16 @@ the voice accuracy (:func:`audiobook_rl.judging.voice.voice_accuracy`) of the la
 against reference scripts built from the labels: the labeler's own segments with each quote given the
 first right name, the other right names folded into it as aliases of that excerpt; a quote left
 unlabelled (``"speaker": null``) keeps the labeler's speaker there and is not counted per quote.
+
+The sets hold 水浒传 excerpts: offsets into the plain-text copy that sits beside the repository as
+``../shared/data/shuihuzhuan.txt`` (pass it with ``--novel``; each set records its checksum, and the
+novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
+on. ``check.json`` (odd chapters), ``check2.json``, ``check3.json`` and ``check4.json`` were each drawn
+apart from every excerpt looked at before and labelled by reading the novel around them before the
+labeler ran on them; each was held out until its first measurement, after which the errors of the
+first three were read and rules written from them (the README's "Measured" table gives both numbers).
+Excerpts were picked by text alone (a tag with a descriptor, no subject, two names, a
+name with words after it), never by what the labeler answered.
 """
 
 from __future__ import annotations
