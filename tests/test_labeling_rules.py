@@ -102,7 +102,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v2" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v3" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -234,3 +234,74 @@ def test_lexicon_keeps_names_not_the_words_around_them():
     # Tagged once: a four-character name with a two-character surname, a name before 大怒.
     names = build_lexicon("　　那耶律得重奏道：“臣请死！”黄达大怒骂道：“贼！”凌振谢道：“是。”凌振谢道：“是。”").names
     assert {"耶律得重", "黄达", "凌振"} <= names and not names & {"黄达大", "凌振谢"}
+
+
+def test_a_tag_without_a_subject_right_after_a_quote_goes_on_or_answers():
+    # 又道 with nobody named: the one who just spoke goes on; 答道: the other one of the exchange.
+    text = "　　宋江问道：“你是谁？”李逵道：“铁牛。”又道：“哥哥不认得我？”答道：“认得。”"
+    assert speakers(text) == ["宋江", "李逵", "李逵", "宋江"]
+    # A tag that names its subject is that subject's, whatever came before.
+    assert speakers("　　宋江问道：“你是谁？”李逵道：“铁牛。”宋江又道：“好。”") == ["宋江", "李逵", "宋江"]
+
+
+def test_the_nearer_subject_speaks_not_an_earlier_clauses():
+    names = Lexicon(names={"鲁智深", "庞元", "张世开", "石秀", "宋江"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　太公将出原定的金子段匹，鲁智深道：“李忠兄弟，你与他收了去。”") == ["鲁智深"]
+    # 他 after a named subject in the same sentence is that subject.
+    assert said("　　庞元只道张世开打小厮，他便叫道：“姐夫，如何打那小厮？”") == ["庞元"]
+    # A descriptor right before the verb, the comma left out: it speaks (and is no object).
+    assert said("　　石秀兀自把木鱼敲响那和尚悄悄喝道：“只顾敲做甚么！”") == ["和尚"]
+    assert said("　　宋江看着那和尚道：“你是那里来的？”") == ["宋江"]
+
+
+def test_two_people_brought_in_one_after_the_other_act_together_next():
+    text = "　　当先两个好汉拦路，一个是没遮拦穆弘，一个是小遮拦穆春。拈两条朴刀，大喝道：“败将休走！”"
+    assert [s for s, _ in quotes(text, Lexicon(names={"穆弘"}))] == ["穆弘、穆春"]
+    text = "　　当先一个好汉拦路，乃是没遮拦穆弘。拈一条朴刀，大喝道：“败将休走！”"
+    assert [s for s, _ in quotes(text, Lexicon(names={"穆弘"}))] == ["穆弘"]
+
+
+def test_kin_and_people_of_a_named_person_speak_as_themselves():
+    names = Lexicon(names={"雷横", "童贯"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　雷横娘道：“哥哥救得孩儿，却是重生父母。”") == ["雷横娘"]
+    assert said("　　童贯的步军，隔着岸叫那渔人问道：“贼在那里？”") == ["步军"]
+    assert said("　　雷横道：“哥哥救我。”") == ["雷横"]
+
+
+def test_person_nouns_after_a_place_or_in_a_group_speak():
+    assert speakers("　　只听得门首有两个承局叫道：“林教头，太尉钧旨。”") == ["承局"]
+    assert speakers("　　正南上旗牌官拿着销金令字旗，聚马而来，喝道：“奉相公钧旨。”") == ["旗牌官"]
+    assert speakers("　　那四家邻舍叉手拱立，尽道：“都头但说。”") == ["邻舍"]
+    assert speakers("　　那三个内一个大汉应道：“我们特地上岭来接一个人。”") == ["大汉"]
+    assert speakers("　　道众道：“师父近日只在后面退居静坐。”") == ["道众"]
+
+
+def test_a_name_and_the_words_glued_to_it():
+    novel = "费珍道：“走。”费珍笑道：“好。”费珍喝道：“住！”费珍慌忙叫道：“救我！”"
+    lexicon = Lexicon(names={"费珍慌"}, text=novel)
+    # A name tagged once with a verb glued to it is cut where the text uses the name alone.
+    assert lexicon.trimmed("费珍慌") == "费珍"
+    # A two-character surname is no name on its own (耶律得重 stays whole).
+    assert Lexicon(text="耶律得重奏道。耶律国珍道。耶律宗云道。").trimmed("耶律得重") == "耶律得重"
+    names = Lexicon(names={"张横", "秦明", "慕容知府", "闻达", "真长老", "阎婆", "婆惜"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　水寨内头领船火儿张横便道：“且住。”") == ["张横"]
+    assert said("　　慕容知府认得秦明，便骂道：“你这厮是朝廷命官。”") == ["慕容知府"]
+    assert said("　　只见兵马都监闻达喝道：“且住！”") == ["闻达"]
+    assert said("　　智真长老到法座上，道：“大众听偈。”") == ["智真长老"]
+    assert said("　　阎婆惜道：“你不来便罢。”") == ["阎婆惜"]
+
+
+def test_a_rarely_tagged_name_before_a_verb_is_read_from_how_often_the_text_uses_it():
+    novel = "陈翥道：“来。”陈翥大叫：“住！”陈翥喝道：“走！”"
+    lexicon = Lexicon(names={"童贯"}, text=novel)
+    assert [s for s, _ in quotes("　　陈翥兜住马，横着刀，厉声大叫：“无端草寇！”", lexicon)] == ["陈翥"]
+    assert [s for s, _ in quotes("　　陈翥兜住马，横着刀，厉声大叫：“无端草寇！”", Lexicon(names={"童贯"}))] != ["陈翥"]
+
+
+def test_words_written_down_are_read_by_the_narrator_but_a_speaker_named_like_them_speaks():
+    script = RuleLabeler(SHUIHU_NAMES).label_text("　　堂前柱上，立朱红牌二面，各有金书七个字，道是：“常怀贞烈常忠义，不爱资财不扰民”。")
+    assert all(s.speaker == NARRATOR for s in script)
+    assert [s for s, _ in quotes("　　梁中书道：“着副牌军施逞本身武艺。”", Lexicon(names={"梁中书"}))] == ["梁中书"]

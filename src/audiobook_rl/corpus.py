@@ -23,7 +23,8 @@ SENTENCE_END = "。！？!?…"
 OPEN_QUOTE, CLOSE_QUOTE = "“", "”"
 OPEN_INNER, CLOSE_INNER = "‘", "’"
 _TRAILING_CLOSERS = CLOSE_QUOTE + CLOSE_INNER + "）)』」"
-_HEADING = re.compile(r"^\s*(第[一二三四五六七八九十百千零〇两\d]+[回章节卷]|楔子|序章|尾声)")
+# A chapter heading line (第十二回…, 楔子): excerpts never hold one, and the labeler reads a chapter from it.
+HEADING = re.compile(r"^\s*(第[一二三四五六七八九十百千零〇两\d]+[回章节卷]|楔子|序章|尾声)")
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class Sentences:
         if i == n:
             return
         # Chapter headings and unbalanced quotes: no excerpt may contain them.
-        broken = not quote_balanced(line) or bool(_HEADING.match(line))
+        broken = not quote_balanced(line) or bool(HEADING.match(line))
         if SCENE_BREAK.match(line):
             self._add(offset + i, offset + len(line.rstrip()), broken, inner=True)
             return

@@ -11,7 +11,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .subjects import COMPOUND_SURNAMES, LISTENER_MARKERS, STOP, candidate, name_shaped
+from .subjects import COMPOUND_SURNAMES, LISTENER_MARKERS, PERSON_HEADS, STOP, candidate, name_shaped, strip_lead
+
+_LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 
 ALIAS_PATTERNS = (
     # 人称“断水刀”的萧断水 / 江湖上人称断水刀的萧断水
@@ -25,7 +27,10 @@ ALIAS_PATTERNS = (
 class Lexicon:
     names: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> the name it stands for
+    # The text the names were read from: the labeler reads the story around an excerpt in it.
+    text: str = field(default="", repr=False, compare=False)
     _pattern: tuple = field(default=(None, None), repr=False, compare=False)  # (size, regex) of names_in
+    _counts: dict = field(default_factory=dict, repr=False, compare=False)  # word -> times in text
 
     def name_at(self, text: str, pos: int = 0) -> str | None:
         """The longest known name starting at ``pos``."""
@@ -44,6 +49,11 @@ class Lexicon:
             words = sorted(self.names | set(self.aliases), key=len, reverse=True)
             self._pattern = (key, re.compile("|".join(map(re.escape, words)) or "(?!)"))
         return self._pattern[1].finditer(text)
+
+    def trimmed(self, word: str) -> str:
+        """``word`` without the verb or object glued to its end (费珍慌忙 read as 费珍慌 → 费珍): the
+        longest start of it that the text uses as often on its own."""
+        return _trimmed(word, self.text, self._counts)
 
     def canonical(self, name: str) -> str:
         return self.aliases.get(name, name)
@@ -70,10 +80,15 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     direct: Counter[str] = Counter()
     for clause, right_before_verb in tag_clauses(text):
         word = candidate(clause)
+        stripped = strip_lead(clause)
+        after = stripped[stripped.find(word) + len(word) - 1 :] if word else ""
+        if word and len(word) > 2 and (after.startswith(_LONG_HEADS) or after[1:].startswith(_LONG_HEADS)):
+            continue  # 兀颜小将军道: the word runs into a title (小将军), it is no name
         if word:
             counts[word] += 1
             direct[word] += right_before_verb
     words = {w for w, c in counts.items() if c >= min_count}
+    tagged = counts
     # Drop a candidate that is a known name plus leftovers ("林青大" when "林青" is known), or a
     # verb, title or nickname before a known name (看着武松, 军师吴用, 九纹龙史进).
     starts = {w[:k] for w in words for k in range(1, len(w))}
@@ -93,7 +108,14 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
         and w not in starts
         and not any(part in names for part in _proper_parts(w))
     }
-    lexicon = Lexicon(names=names)
+    # A name tagged once may hold the verb after it (周谨先怒道, 廖立挺喝道): the text, which uses the
+    # name with other verbs, tells where it ends.
+    times: dict = {}
+    trimmed = {w: _trimmed(w, text, times) for w in names if tagged[w] < min_count}
+    # (a start the text uses only inside longer names, 阮小 of 阮小二 and 阮小七, is none)
+    names = {w if w not in trimmed or trimmed[w] in starts else trimmed[w] for w in names}
+    lexicon = Lexicon(names=names, text=text)
+    lexicon._counts.update(times)
     for pattern in ALIAS_PATTERNS:
         for match in pattern.finditer(text):
             first, second = match.group(1), match.group(2)
@@ -105,6 +127,22 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     # An alias is a way of naming a speaker too.
     lexicon.names.update(lexicon.aliases)
     return lexicon
+
+
+def _trimmed(word: str, text: str, counts: dict) -> str:
+    """The longest start of ``word`` (two characters at least) that ``text`` holds at least a third
+    as often as the word itself (a name recurs with other verbs after it; 费珍慌 is 费珍 once)."""
+    if len(word) < 3 or not text:
+        return word
+    count = lambda w: counts[w] if w in counts else counts.setdefault(w, text.count(w))  # noqa: E731
+    times = count(word)
+    for size in range(len(word) - 1, 1, -1):
+        shorter = word[:size]
+        if shorter in COMPOUND_SURNAMES or not name_shaped(shorter):
+            continue  # 耶律得重 is no 耶律
+        if count(shorter) >= max(3, 3 * times):
+            return shorter
+    return word
 
 
 def _proper_parts(word: str):

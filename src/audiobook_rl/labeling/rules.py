@@ -24,20 +24,23 @@ from dataclasses import dataclass, field
 
 from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import Lexicon, build_lexicon
+from .story import Story, is_descriptor, self_named
 from .subjects import (
     COLLECTIVES,
     LISTENER_MARKERS,
     PERSON_HEADS,
     PRONOUNS,
+    common_noun,
     name_before_verb,
+    name_shaped,
     names_at_start,
     strip_lead,
     subject,
 )
 
 UNKNOWN_SPEAKER = "某人"
-_SENTENCE = re.compile(r".*?(?:[。！？!?]+|…+)[”’）)]*|.+$", re.S)
-_TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
+_SENTENCE = re.compile(r".*?(?:[。！？!?．]+|…+)[”’）)]*|.+$", re.S)
+_TAG_END = re.compile(r"(?:道|说|问|曰|叫|喝|骂|嚷|喊|想|答|应|言)?[：:]$|(?:道|说|问|曰)[，,]$|(?:道|说|问|曰)$")
 _AFTER_TAG = re.compile(r"^([^。！？!?“”，,]{1,14}?(?:道|说|问|曰))[。，,！!]")
 _CLAUSE = re.compile(r"[，,；;：:]")
 _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
@@ -45,11 +48,24 @@ _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
 # narrator quotes, and a name or phrase quoted inside a sentence (听了“宿世姻缘”四字).
 _WRITTEN = re.compile(
     r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
-    r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道)[：:，,]?$"
+    r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道"
+    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道|字[，,]?道是)[：:，,]?$"
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
+_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道)[：:，,]?$")
+_ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
+# A descriptor right before the speech verb inside a clause that opened with someone else, the comma
+# left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
+_INNER_DESCRIPTOR = re.compile(
+    "(?:那|这)(?:个)?[\u4e00-\u9fff]{0,3}?("
+    + "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
+    + ")[\u4e00-\u9fff]{0,4}?(?:道|说|问|叫|喝|骂)[：:，,]?$"
+)
+_OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推")
+# Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
+_PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
 # (pattern in the tag clause, tone, intensity): the first match wins.
 VERB_TONES = (
@@ -73,10 +89,15 @@ _TENSE_NARRATION = re.compile(r"杀|刀光|剑光|血|惨叫|厮杀|劈|砍|刺|
 
 @dataclass
 class _State:
+    story: Story | None = None  # the novel around the text: whom its descriptors stand for
+    pos: int = 0  # where the piece being read starts in the story's text
+    after_quote: bool = False  # nothing but one sentence, the tag, stands between the last quote and this one
+    last_was_quote: bool = False  # the piece just read was a spoken quote
     recent: list[str] = field(default_factory=list)  # distinct quote speakers, most recent last
     last_subject: str | None = None  # one person: what 他 and an omitted subject refer to
     earlier_subject: str | None = None  # the one before it
     group: str | None = None  # the last names seen together (宋江、吴用): what 二人 refers to
+    topic: str | None = None  # the last subject seen, one person or a group: a verb without one goes on with it
     mentioned: str | None = None  # the last name seen anywhere in an earlier sentence
     mentioned_now: str | None = None  # … and in the sentence just read
 
@@ -89,6 +110,7 @@ class _State:
         self.saw(speaker)
 
     def saw(self, subject: str) -> None:
+        self.topic = subject
         if "、" in subject:
             self.group = subject
         elif subject != self.last_subject:
@@ -104,60 +126,86 @@ def labeler(settings: dict, lexicon: Lexicon | None) -> "RuleLabeler":
 
 
 class RuleLabeler:
-    """Deterministic labeler; ``lexicon`` holds the names found in the whole novel, if known."""
+    """Deterministic labeler; ``lexicon`` holds the names found in the whole novel, if known, and
+    the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v2"
+    model = "rules-v3"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
         self.lexicon = lexicon
+        self._story: Story | None = None
 
     def label(self, slices, progress=None) -> list[list[Segment]]:
         out = []
         for item in slices:
-            out.append(self.label_text(item.text))
+            out.append(self.label_text(item.text, start=getattr(item, "start", None)))
             if progress:
                 progress(1)
         return out
 
-    def label_text(self, text: str) -> list[Segment]:
+    def story(self) -> Story | None:
+        """The novel of the lexicon, read once (None without one)."""
+        if self._story is None and self.lexicon is not None and self.lexicon.text:
+            self._story = Story(self.lexicon.text, self.lexicon)
+        return self._story
+
+    def label_text(self, text: str, start: int | None = None) -> list[Segment]:
+        """Label ``text``; when it is the lexicon's novel from ``start`` on, the novel before it
+        tells who speaks where the excerpt does not (a speaker named just before it, a descriptor
+        for a person named earlier)."""
         lexicon = self.lexicon or build_lexicon(text, min_count=1)
-        state = _State()
-        paragraphs = [p for p in text.split("\n") if p.strip()]
-        segments: list[Segment] = []
-        for k, paragraph in enumerate(paragraphs):
-            if SCENE_BREAK.match(paragraph):
-                if segments:
-                    segments[-1] = _with_delay(segments[-1], 1500)
-                state = _State()  # a new scene: earlier speakers are gone
-                continue
-            part = _label_paragraph(paragraph.strip(), lexicon, state)
-            if part:
-                part[-1] = _with_delay(part[-1], max(part[-1].delay, 800))
-            segments.extend(part)
-        return segments
+        story = self.story() if start is not None else None
+        if story is None or story.text[start : start + len(text)] != text:
+            story, start = Story(text, lexicon), 0
+        state = _State(story=story)
+        before = story.before(start)
+        _read(before, start - len(before), lexicon, state)  # who spoke and was named before
+        return _read(text, start, lexicon, state)
+
+
+def _read(text: str, at: int, lexicon: Lexicon, state: _State) -> list[Segment]:
+    """The segments of ``text`` (which starts at ``at`` in the story), paragraph by paragraph."""
+    segments: list[Segment] = []
+    offset = 0
+    for line in text.split("\n"):
+        line_at, offset = at + offset, offset + len(line) + 1
+        if not line.strip():
+            continue
+        if SCENE_BREAK.match(line):
+            if segments:
+                segments[-1] = _with_delay(segments[-1], 1500)
+            story = state.story
+            state.__init__(story=story)  # a new scene: earlier speakers are gone
+            continue
+        lead = len(line) - len(line.lstrip())
+        part = _label_paragraph(line.strip(), lexicon, state, line_at + lead)
+        if part:
+            part[-1] = _with_delay(part[-1], max(part[-1].delay, 800))
+        segments.extend(part)
+    return segments
 
 
 def _with_delay(segment: Segment, delay: int) -> Segment:
     return Segment(segment.speaker, segment.content, segment.tone, segment.intensity, delay)
 
 
-def _pieces(paragraph: str) -> list[tuple[str, str]]:
-    """Split a paragraph into ('narration', text) and ('quote', inner text) pieces."""
-    pieces: list[tuple[str, str]] = []
+def _pieces(paragraph: str) -> list[tuple[str, str, int]]:
+    """Split a paragraph into ('narration', text, offset) and ('quote', inner text, offset) pieces."""
+    pieces: list[tuple[str, str, int]] = []
     i = 0
     while i < len(paragraph):
         start = paragraph.find("“", i)
         if start == -1:
-            pieces.append(("narration", paragraph[i:]))
+            pieces.append(("narration", paragraph[i:], i))
             break
         if start > i:
-            pieces.append(("narration", paragraph[i:start]))
+            pieces.append(("narration", paragraph[i:start], i))
         end = _closing_quote(paragraph, start)
-        pieces.append(("quote", paragraph[start + 1 : end]))
+        pieces.append(("quote", paragraph[start + 1 : end], start + 1))
         i = end + 1
-    return [(kind, text) for kind, text in pieces if text.strip("”“ \t　")]
+    return [piece for piece in pieces if piece[1].strip("”“ \t　")]
 
 
 def _closing_quote(paragraph: str, start: int) -> int:
@@ -173,34 +221,60 @@ def _closing_quote(paragraph: str, start: int) -> int:
     return len(paragraph)
 
 
-def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State) -> list[Segment]:
+def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 0) -> list[Segment]:
     pieces = _pieces(paragraph)
     segments: list[Segment] = []
-    for k, (kind, text) in enumerate(pieces):
+    for k, (kind, text, offset) in enumerate(pieces):
+        state.pos = at + offset
         if kind == "narration":
-            for sentence in _SENTENCE.findall(text):
-                if sentence.strip():
-                    segments.append(_narration(sentence.strip("　 \t"), lexicon, state))
+            sentences = [s for s in _SENTENCE.findall(text) if s.strip()]
+            for sentence in sentences:
+                segments.append(_narration(sentence.strip("　 \t"), lexicon, state))
+            # A quote, then one sentence of tag: the tag's verb may leave its subject to the quote.
+            state.after_quote, state.last_was_quote = state.last_was_quote and len(sentences) <= 1, False
             continue
         before = pieces[k - 1][1] if k > 0 and pieces[k - 1][0] == "narration" else ""
         after = pieces[k + 1][1] if k + 1 < len(pieces) and pieces[k + 1][0] == "narration" else ""
         if _not_speech(before, text, after):
             segments.append(Segment(NARRATOR, text, "平静", 1, _delay(text)))
+            state.after_quote = state.last_was_quote = False
             continue
         speaker, tag = _speaker(before, after, lexicon, state)
         if speaker == UNKNOWN_SPEAKER:
             speaker = _named_after(after, lexicon)
         if speaker == UNKNOWN_SPEAKER:
             speaker = state.mentioned or UNKNOWN_SPEAKER
+        if speaker == UNKNOWN_SPEAKER or is_descriptor(speaker, lexicon) or not _proper(speaker, lexicon):
+            # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
+            speaker = self_named(text, lexicon) or speaker
+        if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
+            speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
+        listener = _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)
+        if "、" in speaker and listener in speaker.split("、"):
+            speaker = "、".join(p for p in speaker.split("、") if p != listener)  # 戴宗、李逵…问李逵道 → 戴宗
         if speaker in (_vocative(text, lexicon), _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)):
             # Nobody calls himself by name at the start of his own line (“郓哥，你把去…”), nor
             # speaks to himself in his own tag (便问庄客：“…”).
             others = (state.other_speaker(), state.last_subject, state.earlier_subject)
             speaker = next((s for s in others if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
+        state.last_was_quote = True
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))
     return segments
+
+
+def _proper(speaker: str, lexicon: Lexicon) -> bool:
+    """A speaker given by name (宋江, 安士荣, 宋江、吴用), not by what he is (一将, 二人, 军汉)."""
+    return all((p in lexicon.names and not common_noun(p)) or name_shaped(p) for p in speaker.split("、"))
+
+
+def _identify(speaker: str, state: _State) -> str:
+    """The person a descriptor stands for where it is read (那妇人 → 潘金莲), if the novel named
+    that person; the descriptor itself otherwise."""
+    if state.story is None or not is_descriptor(speaker, state.story.names):
+        return speaker
+    return state.story.who(speaker, state.pos) or speaker
 
 
 def _not_speech(before: str, content: str, after: str) -> bool:
@@ -216,6 +290,13 @@ def _not_speech(before: str, content: str, after: str) -> bool:
 
 def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     name = _sentence_subject(sentence, lexicon)
+    pair = _PAIR.search(sentence)
+    ends = pair and [
+        next((m.group() for m in lexicon.names_in(part) if m.end() == len(part)), None) or (part[-2:] if name_shaped(part[-2:]) else None)
+        for part in pair.groups()
+    ]
+    if ends and all(ends):
+        name = "、".join(ends)  # 一个是没遮拦穆弘，一个是小遮拦穆春
     if name and name not in PRONOUNS + COLLECTIVES:
         state.saw(name)
     # A name in the sentence that introduces a quote is most often the listener or an object
@@ -269,18 +350,40 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     """
     clauses = _clauses(sentence)
     if not clauses:
-        return _resolve("他", state)
+        return _carried("", state)
     verb = clauses[-1]
     heard = _HEARD.search(verb)
     name = heard and subject(verb[heard.end() :], lexicon, verb_clause=True)  # 宋江又听得那太公问道
+    inner = _INNER_DESCRIPTOR.search(verb)
+    if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE:
+        name = inner.group(1)
     name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or name_before_verb(verb, lexicon)
-    return _resolve(name or _sentence_subject(clauses[:-1], lexicon) or "他", state)
+    if name in PRONOUNS and len(clauses) > 1:
+        name = _sentence_subject(clauses[:-1], lexicon) or name  # 庞元只道张世开打小厮，他便叫道 → 庞元
+    name = name or _sentence_subject(clauses[:-1], lexicon)
+    short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
+    name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎
+    return _resolve(name, state) if name else _carried(verb, state)
+
+
+def _carried(verb: str, state: _State) -> str:
+    """Who speaks when the tag names nobody: right after a quote, its speaker goes on (又读道,
+    便叫武松) unless the verb answers (答道: the other one); else whom the narration is about."""
+    if state.after_quote and state.recent:
+        if _ANSWER.match(strip_lead(verb)) and state.other_speaker():
+            return state.other_speaker()
+        return state.recent[-1]
+    return _resolve(state.topic or "他", state)
 
 
 def _resolve(name: str, state: _State) -> str:
     if name in COLLECTIVES:
-        # 二人 are the last names seen together, or the last group described (两个牌军…。两个道).
+        # 二人 are the last names seen together, or the last group described (两个牌军…。两个道);
+        # when that group has just spoken, the other group of the exchange answers.
         described = state.last_subject and state.last_subject.endswith(PERSON_HEADS)
+        if state.group and state.recent and state.recent[-1] == state.group:
+            other = next((s for s in reversed(state.recent[:-1]) if "、" in s), None)
+            return other or state.group
         return state.group or (state.last_subject if described else name)
     if name in PRONOUNS:
         return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER

@@ -23,19 +23,20 @@ STOP = set(
 # Verbs that may follow a name directly without a stop character (黄达大怒骂道, 凌振谢道).
 _VERBS_AFTER_NAME = ("大怒", "大喜", "大惊", "大笑", "大叫", "大骂", "大哭", "大喝", "大呼", "谢道", "谢了")
 # Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
-_EARLY_STOP = set("道说曰问笑喝叫骂叹")
+_EARLY_STOP = set("道说曰问笑喝叫骂叹报禀")
+_SPEECH_AFTER = ("应道", "答道", "说道", "问道", "便道", "又道", "笑道", "喝道", "叫道")
 # After these a word is a subject even when no name list knows it (王观察又捉了… → 王观察).
-_AFTER_SUBJECT = set("又便却也都就只才已正仍还再先亦乃遂听见看")
+_AFTER_SUBJECT = set("又便却也都就只才已正仍还再先亦乃遂听见看自把")
 # Perception right after a word makes it a subject even without a surname (皇叔方垕听了大怒).
 _PERCEIVING = set("听见看")
 # Words that open a clause without being its subject; stripped again and again (当下只见 …).
 LEAD_WORDS = (
     "数内", "内中", "其中", "当时", "那时", "当日", "当晚", "当夜", "次日", "次早", "至晚", "少刻", "须臾",
-    "只听得", "只听的", "只听", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
+    "只听得", "只听的", "只听", "只管", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下",
-    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都",
+    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好",
+    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先",
 )  # fmt: skip
 # Any run of lead words that leaves something after it.
 _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
@@ -43,7 +44,7 @@ _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True
 LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻")
 # Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
 ADDRESS_VERBS = (
-    "分付", "吩咐", "嘱咐", "嘱付", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
+    "分付", "吩咐", "嘱咐", "嘱付", "申复", "禀复", "回复", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
     "劝", "谢", "拜", "告", "禀", "骂", "喝骂", "喝", "问", "谓", "对", "向", "与", "和", "跟", "朝", "同",
     "把", "教", "令", "着", "差", "使", "命", "扶起", "拖过", "揪住", "推开", "邀请", "留住", "送与", "见了", "看了",
     "听了",
@@ -55,7 +56,7 @@ COLLECTIVES = (
     "他两个", "他二人", "他三个", "他三人", "弟兄两个", "夫妻两个", "二人", "两人", "两个", "三人", "三个", "二位", "三位",
 )  # fmt: skip
 # Demonstratives and quantities that open a descriptor (那汉子, 两个公人, 那七个客人, 那伙人).
-_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班|彪|簇|枝|支)?|个|位|伙|些)?")
+_OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班|彪|簇|枝|支|筹|家|行)?|个|位|伙|些)?")
 _NUMERAL = "一二三四五六七八九十两几数百千"
 _OPENER_FIRST = set("有那这个位伙些" + _NUMERAL)
 # Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
@@ -67,7 +68,9 @@ PERSON_HEADS = (
     "秀士", "娘子", "使者", "探子", "军人", "头目", "猎户", "观察", "提辖", "教头", "知县", "知府", "太守", "太尉",
     "公差", "掌柜", "伙计", "少年", "少女", "姑娘", "小姐", "夫人", "公子", "书生", "捕头", "捕快", "衙役", "大侠",
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
-    "主人家", "都管", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "汉", "厮", "人",
+    "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
+    "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
+    "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -83,38 +86,65 @@ _BODY_OR_PLACE = set("身背面旁手眼心脸口家")
 # Two-character places before a subject (外面有人叫道); longer ones are recognised by their last
 # character, shorter ones could be a verb and its direction (脱下王班直身上锦袄).
 _PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前", "门里", "帐前", "帐下", "阶下", "堂上", "厅上", "楼上", "楼下",
-           "城上", "城中", "两边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上"}  # fmt: skip
+           "城上", "城中", "两边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上",
+           "城里", "城内", "城外", "寨里", "寨中", "庄上", "庄里", "山上", "山下", "店里", "府里", "府中", "县里",
+           "正南上", "正北上", "正东上", "正西上", "东南上", "西南上", "东北上", "西北上"}  # fmt: skip
+# Nouns of places that take a locative (关前, 寨里, 船头上): with it they set the scene before a subject.
+_PLACE_NOUNS = set("关寨营城门阵殿庄山岭桥江河船店庙堂厅楼帐林坡岸树路窗屋府县街巷")
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
 # What is left of a clause after its subject when the subject stands right before the verb.
-_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$")
+_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$|^[\u4e00-\u9fff]{1,3}?来(?:说道|报道|叫道)[：:，,]?$")
 # What follows a name in a speech tag: an adverb, or a listener, then the verb (邬梨对全灵说道).
 _AFTER_NAME = re.compile(
     r"^(?:[又便却也都就只才已正仍还再亦乃遂][\u4e00-\u9fff]{0,2}?|[对向与问和][\u4e00-\u9fff]{1,5}?)"
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
+_MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
+_SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)
+_THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|又|也|早|只)?有")  # 随军内却有公孙胜
+_VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送")  # verbs that take a name as object
+_NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
 _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
+# Kin after a name: the kin is the person (雷横娘, 雷横的母亲), unless the name goes on.
+_KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹)(?![\u4e00-\u9fff]?[子儿])")
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
-_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上")
+_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上", "钻出")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
+_HEAD_SET = set(PERSON_HEADS)
+_HEAD_SIZES = sorted({len(h) for h in PERSON_HEADS}, reverse=True)
+
+
+def _noun(word: str) -> str:
+    """The longest person noun ``word`` ends with (it ends with one)."""
+    return next(word[-n:] for n in _HEAD_SIZES if word[-n:] in _HEAD_SET)
+
+
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 # A word no name list knows is taken for a name only when it starts with a surname (浦文英说道),
 # so that manner words before the verb are not (哽咽道, 合十道, 得意道).
-_SURNAMES = set(
+SURNAMES = set(
     "赵钱孙李周吴郑王冯陈褚卫蒋沈韩杨朱秦尤许何吕施张孔曹严华金魏陶姜戚谢邹喻柏窦章苏潘葛奚范彭"
     "郎鲁韦昌马苗凤花方俞任袁柳酆鲍史唐费廉岑薛雷贺倪汤滕殷罗毕郝邬卞齐伍顾孟黄穆萧尹姚邵湛汪祁毛"
     "狄米贝臧戴宋茅庞熊纪舒屈项祝董梁杜阮蓝闵席季麻贾娄颜郭梅林刁钟徐邱骆高夏蔡田樊胡凌霍虞万柯"
     "管卢莫裘缪解宣邓郁单杭洪包左石崔吉钮龚程嵇邢裴陆荣翁荀甄芮储靳段富焦巴侯全班仲伊宁仇栾"
     "甘厉武符刘詹龙叶黎蓟宿白蒲邰鄂索赖卓蔺屠蒙乔胥翟谭姬申冉郦雍濮牛寿扈燕冀浦柴瞿阎慕茹艾"
-    "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏"
+    "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏安余"
 )
 COMPOUND_SURNAMES = (
     "欧阳", "公孙", "呼延", "慕容", "司马", "上官", "诸葛", "皇甫", "尉迟", "东方", "令狐", "宇文", "长孙", "独孤",
     "夏侯", "耶律", "兀颜", "完颜", "西门", "南宫",
 )  # fmt: skip
+
+
+def is_surname(word: str) -> bool:
+    """Whether ``word`` opens with a surname (one character, or two: 欧阳, 公孙)."""
+    return bool(word) and (word[0] in SURNAMES or word.startswith(COMPOUND_SURNAMES))
+
+
 # Last characters of titles that stand before a name (军师, 太尉, 都头, 皇叔, 将军).
-_TITLE_ENDS = set("师尉帅侯王公相爷叔伯兄哥头领官将军使监辖察")
+_TITLE_ENDS = set("师尉帅侯王公相爷叔伯兄哥头领官将军使监辖察管锋督")
 
 
 class Names(Protocol):
@@ -166,8 +196,9 @@ def _opener(clause: str, pos: int = 0) -> str:
     """The demonstrative or number that opens a descriptor at ``pos``. A number without a measure
     word counts only before a person noun (三五百人, but 三阮 is a name)."""
     opener = _OPENER.match(clause, pos).group(0)
-    if opener and opener[-1] in _NUMERAL + "余来多" and not _head_prefix(clause[pos + len(opener) :]):
-        opener = opener[:1] if opener[0] in "有那这" else ""
+    after = clause[pos + len(opener) :]
+    if opener and opener[-1] in _NUMERAL + "余来多" and not _head_prefix(after) and after[:1] != "将":
+        opener = opener[:1] if opener[0] in "有那这" else ""  # (but 关前一将: one general)
     return opener
 
 
@@ -176,8 +207,8 @@ def _span(text: str, limit: int = 4, title: bool = False) -> str:
     i = 0
     while i < len(text) and i < limit and _CJK.match(text[i]):
         stop = (text[i] in (_EARLY_STOP if i < 2 else STOP) and not _inner_verb(text, i)) or _strong_verb(text, i)
-        if stop and not (title and text[i] == "将"):
-            break
+        if stop and not (title and (text[i] == "将" or text.startswith(_LONG_HEADS, i))):
+            break  # (兵马都监闻达: 都 begins a title there)
         i += 1
     return text[:i]
 
@@ -188,6 +219,8 @@ def _strong_verb(text: str, i: int) -> bool:
 
 
 def _inner_verb(text: str, i: int) -> bool:
+    if i == 1 and text[i] == "道" and (text[i + 1 : i + 2] == "道" or text.startswith(_SPEECH_AFTER, i + 1)):
+        return True  # 胡道应道: the name ends in 道, the verb follows
     """道 or 说 second in a name, with the name going on after it (乔道清道 is 乔道清)."""
     return i == 1 and text[i] in "道说" and i + 2 < len(text) and _CJK.match(text[i + 1]) is not None and text[i + 1] not in STOP
 
@@ -195,7 +228,7 @@ def _inner_verb(text: str, i: int) -> bool:
 def _plausible(word: str) -> bool:
     return (
         len(word) >= 2
-        and (word[0] not in _NUMERAL or word[1] in _SURNAMES)  # (三阮: the three Ruan brothers)
+        and (word[0] not in _NUMERAL or word[1] in SURNAMES)  # (三阮: the three Ruan brothers)
         and not (len(word) > 2 and word[0] == word[1])  # 看看天色, 慢慢地: adverbs (but 娘娘, 哥哥)
         and not (len(word) > 2 and word[-1] in "里中上下边处")  # 班部丛中: a place (but 小衙内)
         and word not in NOT_NAMES
@@ -210,34 +243,67 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     verb phrase is a name (殿头官喝道). ``first``: the clause opens its sentence, so an unknown word
     followed by an adverb is a name (王观察又捉了… → 王观察).
     """
+    whole = clause.strip(" \t　”’")
     clause = strip_lead(clause)
+    lead = whole[: len(whole) - len(clause)]
+    introduced = lead.endswith(("有", "见"))  # 当有本州官员: someone is there
+    first = first or lead.endswith(("正是", "乃是", "却是", "便是"))  # 正是没羽箭张清: who it is
     if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
         clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
     if clause[:1] == "众" and clause[1:2] in "皆都齐各尽一":
         return "众人"  # 众皆起身道
     seeing = next((w for w in ("又见", "早见", "见") if verb_clause and clause.startswith(w)), "")
     clause = clause[len(seeing) :]  # 又见殿帅孙安上殿启奏
-    place = next((i + 1 for i in range(1, 4) if clause[i : i + 1] in _LOCATIVE and clause[i + 1 :].startswith(_APPEARING)
-                  and not any(ch in STOP for ch in clause[:i])), 0)
+    place = next((i + 1 for i in range(1, 10) if clause[i : i + 1] in _LOCATIVE and clause[i + 1 :].startswith(_APPEARING)
+                  and not any(ch in (STOP if i < 4 else _SEEING) for ch in clause[:i])), 0)
     clause = clause[place:]  # 帐前走过燕青禀道, 班部中转出兀颜统军
     if clause.startswith(_APPEARING):
         appearing = _names_at(clause[2:], names) or _titled_name(clause[2:], names, strict=False)
+        appearing = appearing or _descriptor(clause[2:], names, verb_clause=False, introduced=True)
         if appearing:
-            return appearing
+            return appearing  # 转过玉麒麟卢俊义, 转过一人
     if not clause or not _CJK.match(clause[0]):
         return None
+    there = _THERE.match(clause)
+    if there and not any(names.name_at(clause, i) for i in range(there.end())):
+        named = _names_at(clause[there.end() :], names)
+        if named and is_surname(named):
+            return named  # 随军内却有公孙胜: the one who is there acts next
+    if clause[:1] in "那这" and clause[1:].startswith(COLLECTIVES):
+        clause = clause[1:]  # 那两个道: the two just spoken of
     for word in COLLECTIVES if clause.startswith(COLLECTIVES) else ():
-        if clause.startswith(word) and not (names.name_at(clause, len(word)) or _head_prefix(clause[len(word) :])):
+        if clause.startswith(word) and not (names.name_at(clause, len(word)) or _head_prefix(clause[len(word) :]) or _PICKED.match(clause)):
             return word  # 二人道 (but 两个公人道 is a descriptor)
     pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None) if clause.startswith(PRONOUNS) else None
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
     name = _names_at(clause, names)
+    if name and "、" not in name:
+        kin = _KIN_AFTER.match(clause, len(name))
+        if kin and not (names.name_at(clause, len(name)) or "").startswith(kin.group()):
+            return clause[: kin.end()]  # 雷横娘道, 雷横的母亲…骂道: his mother speaks, not 雷横
+        owned = clause[len(name) : len(name) + 1] == "的" and _head_prefix(clause[len(name) + 1 :])
+        if owned:
+            return _shortened(owned, names)  # 童贯的步军…问道: the soldiers, not 童贯
+    longer = name and (common_noun(name) or not is_surname(name)) and _head_prefix(clause)
+    noun = longer and _noun(longer)
+    if longer and len(longer) > len(name) and longer.startswith(name) and len(longer) - len(noun) < len(name):
+        return longer  # 众军汉道 (the list holds 众军; the noun 军汉 starts inside it)
     if name:
         return name
+    head = _head_prefix(clause)
+    noun = head and _noun(head)
+    if head and len(head) <= 4 and len(noun) >= 2 and any(
+        names.name_at(head, i) == head[i:] and len(head) - i > len(noun) and not is_surname(head[i:])
+        for i in range(1, len(head) - 1)
+    ):
+        return head  # 智真长老到法座上: the list knows him as 真长老 (but 怪高太尉自夸: 怪 is a verb)
     group = _UNKNOWN_GROUP.match(clause) if verb_clause else None
     if group and all(name_shaped(w) for w in group.groups()) and _VERB_ONLY.match(clause[group.end() :]):
         return "、".join(group.groups())  # 王禀、赵谭骂道
+    pair = _NUMBERED_PAIR.match(clause) if first else None
+    if pair and all(name_shaped(w) for w in pair.groups()):
+        return "、".join(pair.groups())  # 刘二、刘三管待解珍、解宝 (brothers named by their rank)
     if (clause[0] in LISTENER_MARKERS and names.name_at(clause, 1)) or _addressed(clause):
         # 与燕青道, 分付戴宗道: the subject was left out, the name is the listener; but a verb
         # may open a relative clause before the subject (送饭的那个人来请道).
@@ -250,7 +316,7 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         word = next((bare[:k] for k in (4, 3, 2) if _AFTER_NAME.match(bare[k:]) and name_shaped(bare[:k])), word)
     rest = bare[len(word) :]
     confirmed = (verb_clause and (_VERB_ONLY.match(rest) or _AFTER_NAME.match(rest))) or (first and rest[:1] in _AFTER_SUBJECT)
-    described = _descriptor(clause, names, verb_clause=verb_clause)
+    described = _descriptor(clause, names, verb_clause=verb_clause, introduced=introduced, first=first)
     if described:
         return described
     titled = _titled_name(clause, names)
@@ -258,21 +324,35 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
         # A place or title before a name in subject position (大辽郎主听了大怒 → 郎主).
         loose = _titled_name(clause, names, strict=False)
         after = clause[clause.find(loose) + len(loose) :] if loose else ""
-        titled = loose if after[:1] in _AFTER_SUBJECT else None
+        gap = clause[: clause.find(loose)] if loose else ""
+        nickname = loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
+        # A two-character nickname only where the novel often puts it before the name (浪子燕青).
+        nickname = nickname or (len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3)
+        titled = loose if loose and (after[:1] in _AFTER_SUBJECT or nickname) else None
     if titled:
         return titled
     perceiving = first and rest[:1] in _PERCEIVING
     if confirmed and _plausible(word) and (name_shaped(word) or perceiving) and not _holds_name(word, names):
-        return word  # a name the novel rarely tags: 贺统军道 → 贺统军, 皇叔方垕听了大怒 → 皇叔方垕
+        return trimmed(word, names)  # a name the novel rarely tags: 贺统军道 → 贺统军, 皇叔方垕听了大怒 → 皇叔方垕
+    if first and len(word) >= 3 and name_shaped(word) and not _holds_name(word, names):
+        short = trimmed(word, names)
+        if 2 <= len(short) < len(word) and _speaks_often(short, names):
+            return short  # 陈翥兜住马: a name the text often puts before a speech verb
     return None
 
 
+def _speaks_often(word: str, names: Names) -> bool:
+    """Whether the novel puts ``word`` right before a speech or shouting verb at least three times."""
+    text = getattr(names, "text", "") or ""
+    return len(re.findall(re.escape(word) + "(?:道|说|叫|喝|大叫|大喝|大骂|厉声)", text)) >= 3
+
+
 def _surnamed(word: str) -> bool:
-    return len(word) >= 2 and (word[0] in _SURNAMES or word.startswith(COMPOUND_SURNAMES)) and not any(ch in STOP for ch in word)
+    return len(word) >= 2 and (word[0] in SURNAMES or word.startswith(COMPOUND_SURNAMES)) and not any(ch in STOP for ch in word)
 
 
 def name_shaped(word: str) -> bool:
-    return word[-1] not in _LOCATIVE and (word[0] in _SURNAMES or word.startswith(COMPOUND_SURNAMES))
+    return word[-1] not in _LOCATIVE and (word[0] in SURNAMES or word.startswith(COMPOUND_SURNAMES))
 
 
 def _unknown_span(clause: str) -> str:
@@ -299,12 +379,17 @@ def _names_at(clause: str, names: Names) -> str | None:
     name = names.name_at(clause, 0)
     if not name:
         return None
+    for i in range(1, len(name)):
+        inner = names.name_at(clause, i)
+        if inner and i + len(inner) > len(name) and is_surname(name):
+            name = clause[: i + len(inner)]  # 阎婆惜: the list knows 阎婆 and 婆惜
+            break
     end = len(name)
     following = names.name_at(clause, end)
     if following and following.endswith(PERSON_HEADS):
         name, end = name + following, end + len(following)
-    elif following:
-        name, end = following, end + len(following)
+    elif following and not (is_surname(name) and not common_noun(name) and is_surname(following)):
+        name, end = following, end + len(following)  # 黑旋风李逵 (but 宋江闻报…: a name, then a word)
     group = [name]
     while clause[end : end + 1] == "、" and names.name_at(clause, end + 1):
         more = names.name_at(clause, end + 1)
@@ -319,10 +404,12 @@ def _head_prefix(text: str, limit: int = 8) -> str | None:
     if text[:1] == "的":
         return None
     for i, ch in enumerate(text[:limit]):
-        if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2):
+        if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2) or (i and ch == "有"):
             break  # (a noun may grow by two characters: 汉 → 汉子, not 军士 → 军士们递相厮)
         if text[: i + 1].endswith(PERSON_HEADS) and text[i + 1 : i + 2] != "马":
             end = i + 1  # (人马, 军马: a troop, not a person)
+    if end == 2 and text[0] in SURNAMES and text[1] in _HEAD_CHARS and text[:2] not in _LONG_HEADS:
+        return None  # 安士荣献计道: a surname and a character that may end a noun begin a name
     return text[:end] or None
 
 
@@ -337,7 +424,10 @@ def _shortened(descriptor: str, names: Names) -> str:
     return noun if noun != descriptor and names.name_at(noun, 0) == noun else descriptor
 
 
-def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: bool = False) -> str | None:
+def _descriptor(
+    clause: str, names: Names, verb_clause: bool, relative_only: bool = False, introduced: bool = False,
+    first: bool = False,
+) -> str | None:
     """A descriptor subject, without its demonstrative or quantity (那挑酒的汉子 → 挑酒的汉子).
 
     It may follow a place phrase (后面一个近侍, 对面松林里那伙客人) or the group it is picked from
@@ -360,20 +450,23 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
             head = _head_prefix(noun)  # 那船头上横叉的大汉 → 大汉, 这店的掌柜老邓 → 老邓
             return names.name_at(noun, len(head)) or _shortened(head, names)
         head = _head_prefix(rest)
-        if head and not (opener or start) and "众" in head[1:]:
+        if head and not (opener or start) and "众" in head[1:] and head not in PERSON_HEADS:
             head = None  # 止住众人道: the crowd is spoken to
         if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
             head = None  # 凑近身后的大汉: a verb and its object, not a descriptor (but 卖酒的主人家说道)
         tail = rest[len(head) :] if head and _plain_descriptor(head) else ""
-        if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail):
-            return tail  # 贼将滕戣，…: a clause that is only a title and a name
-        if head and names.name_at(rest, len(head)):
-            return names.name_at(rest, len(head))  # 这店的掌柜老邓 → 老邓
+        if not (opener or start) and 2 <= len(tail) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in tail) and name_shaped(tail):
+            return tail  # 贼将滕戣，…: a clause that is only a title and a name (not 行者焦躁)
+        appositive = head and _appositive(rest[len(head) :], names)
+        if appositive:
+            return appositive  # 这店的掌柜老邓 → 老邓, 水寨内头领船火儿张横 → 张横
         titled = verb_clause and head and _named_before_verb(rest[len(head) :])
         if titled:
-            return titled  # 左丞相娄敏中出班启奏 → 娄敏中
+            return trimmed(titled, names)  # 左丞相娄敏中出班启奏 → 娄敏中
         before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
-        if head and (opener or before_verb or _plain_descriptor(head)):
+        acting = first and not start and rest[len(head or "") : len(head or "") + 1] in _AFTER_SUBJECT | _MOVING  # 御弟大王自折了…, 逃难军士奔回来
+        placed = start and clause[:start] in _PLACES and len(head or "") >= 3  # 正南上旗牌官拿着…
+        if head and (opener or before_verb or _plain_descriptor(head) or (introduced and not start) or acting or placed):
             if len(head) >= 2:
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
             if opener:
@@ -381,15 +474,34 @@ def _descriptor(clause: str, names: Names, verb_clause: bool, relative_only: boo
         if opener and opener[-1] in _NUMERAL and rest[:1] == "将":
             return opener + "将"  # 身边一将指道
         nominal = rest.find("的", 1, 5)
-        if opener and not head and nominal > 0:
+        if (opener or (first and not start)) and not head and nominal > 0:
             after = rest[nominal + 1 :]
-            if nominal >= 2 and after[:1] in _EARLY_STOP:
+            if nominal >= 2 and (after[:1] in _EARLY_STOP or (not opener and after[:1] in _MOVING)):  # (打鱼的回来报道)
                 return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
             if 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
                 return after  # 那个唱的玉兰 → 玉兰
-    if verb_clause and clause[:1] in _KIN and _VERB_ONLY.match(clause[1:]):
-        return clause[0]  # 娘道
+    if verb_clause and clause[:1] in _KIN and (_VERB_ONLY.match(clause[1:]) or clause[1:2] in _AFTER_SUBJECT | {"在"}):
+        return clause[0]  # 娘道, 娘在背上说道
     return None
+
+
+def _appositive(text: str, names: Names) -> str | None:
+    """A name right after a descriptor, or after a nickname of three or four characters
+    (船火儿张横 → 张横), not after a verb (慕容知府认得秦明)."""
+    for i in (0, 3, 4):
+        gap = text[:i]
+        if any(ch in STOP or ch in _VERB_CHARS or not _CJK.match(ch) for ch in gap):
+            return None
+        name = names.name_at(text, i)
+        if name and not common_noun(name):
+            return name
+    return None
+
+
+def trimmed(word: str, names: Names) -> str:
+    """``word`` without a verb glued to its end, where the names know the text (费珍慌 → 费珍)."""
+    trim = getattr(names, "trimmed", None)
+    return trim(word) if trim else word
 
 
 def _named_before_verb(text: str) -> str | None:
@@ -401,10 +513,11 @@ def _plain_descriptor(head: str) -> bool:
     """Without an opener or a speech verb right after it, a descriptor is trusted only when it is a
     person noun alone (近侍), after a place (巷口酒店里酒保) or after a surname (王观察) — not a verb
     and its object (会集诸多番将)."""
-    noun = max((h for h in PERSON_HEADS if head.endswith(h)), key=len)
+    noun = _noun(head)
     before = head[: -len(noun)]
     return len(noun) > 1 and (
-        not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in _SURNAMES or before in COMPOUND_SURNAMES
+        not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in SURNAMES or before in COMPOUND_SURNAMES
+        or before in ("众", "众多")  # 众多牙将
     )
 
 
@@ -426,9 +539,9 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield i
         elif relative_only:
             continue
-        elif before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and (
-            before in _PLACES or 3 <= i <= 5 or (i == 2 and clause[i] == "有")  # 山下有人来报
-        ):
+        elif before[-1] in _LOCATIVE and (before in _PLACES or not any(ch in STOP for ch in before[:-1]) and (
+            3 <= i <= 5 or (i == 2 and (clause[i] == "有" or before[0] in _PLACE_NOUNS))  # 山下有人来报, 关前一将
+        )):
             yield i
         elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP for ch in before))):
             yield i
@@ -441,13 +554,21 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
     word = _span(clause, 8, title=True)
     for i in range(2, min(len(word) - 1, 6)):
         name = names.name_at(word, i)
-        if name and (word[i - 1] in _TITLE_ENDS or not strict) and not any(ch in STOP - {"将"} for ch in word[:i]):
-            return name
+        if name and common_noun(name):
+            continue  # 柴大官人: 官人 is no one's name
+        if name and (word[i - 1] in _TITLE_ENDS or (not strict and is_surname(name))) and not any(ch in STOP - {"将"} for ch in word[:i]):
+            return name  # (a loose title stands before a surname: not 那渔人倚定小船)
     return None
 
 
+def common_noun(word: str) -> bool:
+    """A person noun that a name list may hold but that names nobody (官人, 头领, 老都管), unlike a
+    name that ends like one (王婆, 武行者, 宿太尉)."""
+    return word.endswith(PERSON_HEADS) and not is_surname(word)
+
+
 def _holds_name(word: str, names: Names) -> bool:
-    return any(names.name_at(word, i) for i in range(1, len(word) - 1))
+    return any((n := names.name_at(word, i)) and not common_noun(n) for i in range(1, len(word) - 1))
 
 
 def name_before_verb(clause: str, names: Names) -> str | None:

@@ -40,7 +40,7 @@ def build_policy(corpus_text: str, val_spans: list[tuple[int, int]], prompts, se
         raise ValueError("no warm-start windows outside the validation slices")
     labeler = RuleLabeler(build_lexicon(corpus_text))
     texts = [p for p in corpus_text.split("\n") if p.strip()]
-    texts += [compact(labeler.label_text(t)) for _, _, t in windows]
+    texts += [compact(labeler.label_text(t, start=a)) for a, _, t in windows]  # labeled in the corpus, as the references are
     # Repeated so that BPE merges the fixed prompt text into few tokens: shorter sequences, faster steps.
     for prompt in (prompts.create, prompts.rewrite):
         texts += [prompt.system, prompt.user] * settings["prompt_repeats"]

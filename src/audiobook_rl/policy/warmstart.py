@@ -77,7 +77,7 @@ def corrupt(script: list[Segment], rng: random.Random) -> str:
 def warmstart_examples(windows, corpus_text: str, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
     """The examples of the embedded policy's warm start: the windows, labelled by the rule labeler."""
     labeler = RuleLabeler(build_lexicon(corpus_text))
-    return script_examples([(text, labeler.label_text(text)) for _, _, text in windows], prompts, tokenizer, seed)
+    return script_examples([(text, labeler.label_text(text, start=a)) for a, _, text in windows], prompts, tokenizer, seed)
 
 
 def script_examples(pairs, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:

@@ -1,0 +1,371 @@
+"""The novel around an excerpt: the text before it, and whom its descriptors stand for.
+
+An excerpt often calls a speaker by a descriptor (``那妇人``, ``那汉``, ``婆子``, ``太公``) for a
+person the novel named earlier, sometimes chapters earlier. :class:`Story` reads the whole text once
+and answers :meth:`Story.who`: the name a descriptor stands for at a point of the text, or None when
+the text has not named that person (the descriptor is then the right voice). A descriptor stands for
+
+- a woman (``妇人``, ``婆娘``) the text named formally (``有个使女，小名唤做潘金莲``,
+  ``有个女儿婆惜``) and keeps mentioning in its narration;
+- a man (``那汉``, ``那人``) the narration names right after the descriptor
+  (``那人不是别人，正是……姓宋名江``) or who names himself in his own line
+  (``那汉道：“小人姓刘名唐…”``);
+- whoever was last mentioned by a name that ends the way the descriptor does: ``王婆`` for
+  ``婆子``, ``潘公`` or ``金老`` for ``老儿``, ``海阇黎`` for ``和尚``, ``庄主狄太公`` for ``太公``.
+
+A binding ends when the text brings in a new person of the same kind (``一个妇人``, ``一条大汉``)
+without having spoken of the bound one just before, when a sentence sets the descriptor beside the
+bound name as another person (``那妇人因王庆勾搭了娇秀``), or when the name has not come up for a
+while.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Protocol
+
+from ..corpus import HEADING
+from .subjects import COMPOUND_SURNAMES, STOP, SURNAMES, is_surname
+
+# Descriptor heads by kind of person; the longest head a descriptor ends with decides its kind.
+KINDS = {
+    "woman": ("妇人", "婆娘", "女子", "女人", "妇女", "淫妇", "贱人", "女孩儿"),
+    "old woman": ("婆子", "老婆子", "婆婆", "虔婆", "老虔婆"),
+    "old man": ("老儿", "老子", "老汉", "老头儿", "老头"),
+    "monk": ("和尚", "贼秃", "秃驴", "秃厮", "阇黎"),
+    "man": ("汉子", "大汉", "长汉", "汉", "人", "个人", "后生", "壮士", "好汉", "大将", "上将"),
+    "teacher": ("先生",),
+}  # fmt: skip
+# Titles that end a name (狄太公, 宿太尉, 蔡九知府, 柴大官人): the title alone stands for the one
+# last named with it.
+TITLES = (
+    "太公", "太尉", "知府", "太守", "侍郎", "都监", "员外", "大官人", "官人", "节级", "团练", "知寨", "丞相", "枢密",
+    "先锋", "统制", "头陀", "观察", "押司", "院长", "国舅", "提辖", "教头", "都头", "知县", "长老", "真人", "郡主",
+    "虞候", "参谋", "太师",
+)  # fmt: skip
+_KIND_OF = {head: kind for kind, heads in KINDS.items() for head in heads} | {title: "title" for title in TITLES}
+_HEADS = sorted(_KIND_OF, key=len, reverse=True)
+_TITLES = sorted(TITLES, key=len, reverse=True)
+_HEAD_SIZES = sorted({len(h) for h in _KIND_OF}, reverse=True)
+# 人 and 汉 alone are heads only after a demonstrative (那人, 这汉): 客人, 军汉 are other people.
+_BARE = re.compile(r"^(?:那|这|此)?(?:个)?(?:人|汉)$")
+_MANY = re.compile(r"^(?:那|这|此)?(?:[两二三四五六七八九十几数百千]|众|诸)")
+# How long (characters of text) a name stays bound without coming up again: a woman named once may
+# be 那妇人 for three chapters (潘金莲).
+_REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "title": 3000, "man": 3000, "teacher": 3000}
+# A new person of a kind ends the binding, unless the bound one came up just before (一个妇人出到
+# 帘子下 right after the narration spoke of 潘金莲 is 潘金莲).
+_SAME_PERSON = {"woman": 800}
+_JUST_BEFORE = 300
+_ASIDE_FOR = 1500
+# What happens to a binding, in the order of events at one place: a name comes up, a new person comes
+# in, another man's wife comes in, a sentence tells the descriptor from the name.
+_NAMED, _NEW_PERSON, _ASIDE, _NOT, _MENTION = range(5)
+# Kinds whose bare word, coming up again, keeps the binding alive (长老 all through a chapter).
+_KEPT_BY_MENTION = ("title", "monk", "old man", "old woman")
+_CJK = "\u3400-\u9fff"
+_SURNAME = "(?:" + "|".join(COMPOUND_SURNAMES) + "|[" + "".join(sorted(SURNAMES)) + "])"
+
+# Someone new comes in: 只见一个妇人, 当先一个好汉, 抬着的一个妇人 (not 这个妇人, 少一个娘子, 是一个好汉).
+_NEW = "(?<![这那此少没无是似像])(?:一个|一条|一位|一员|有个|有一个)(?:[^，,。！？!?“”：:\n]{0,8}?的)?"
+_COMES_OUT = re.compile("(?:走出|转出|闪出|撞出|跳出|出来)(?:那|这)?(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
+# A wife who is the subject of a clause (老婆听的声唤): another woman than the one bound, if that one
+# did not come up just before.
+_WIFE = re.compile("(?<=[，,。：:；;！？\n　])(?:老婆|浑家|妻子)(?![”’])")
+# A woman named formally (有个使女，小名唤做潘金莲; 因此小字唤做巧云; 叫做玉兰) or by her role (有个女儿婆惜,
+# 娘子贾氏, 郡主琼英); servants named by their role are left out: the mistress of the house is the 妇人
+# of their scenes.
+_GIVEN = re.compile(f"(?:小名|小字|乳名)(?:唤做|叫做)?([{_CJK}]{{2,3}})(?=[^{_CJK}]|$)")
+_CALLED = re.compile(f"(?:名唤(?!做)|唤做|叫做|名叫)([{_CJK}]{{2,3}})(?=[^{_CJK}]|$)")
+_WOMAN_WORDS = re.compile("女儿|女子|使女|女使|妇人|娘子|养娘|行首|角妓|浑家|妻")
+_ROLE = re.compile("(?<!男)(?:女儿|娘子|浑家|夫人|郡主|公主|女将|行首)")
+# Naming in narration: 那人不是别人，正是……姓宋名江 / 岸上提锄头的那汉，便是阮小二.
+_IS = re.compile(r"(?:不是别人|非是别人)?[，,]?(?:正是|便是|却是|乃是|原来是|原来正是)")
+_SURNAME_GIVEN = re.compile(f"姓([{_CJK}]{{1,2}})[，,]?(?:双|单)?(?:名|讳)(?:一个|个)?([{_CJK}](?:(?![的字是也便])[{_CJK}])?)")
+_AFTER_DESCRIPTOR = re.compile(
+    f"(那|这|此|一个|一员|一位|一条)(?:个)?[{_CJK}]{{0,4}}?(" + "|".join(_HEADS) + ")[^。！？!?\n“”：:]{0,60}"
+)
+_WOMAN_DESCRIPTOR = re.compile("(?:那|这|此)(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
+# A speaker naming himself: 小人姓刘名唐 / 小可便是赤发鬼刘唐 / 小将呼延灼的便是.
+_I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在下|老汉|奴家|吾|咱)"
+_SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|复?姓)")
+_SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJK}]{{2,4}}?)(?:的便是|便是|是也)")
+_HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
+_TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
+_TITLED = re.compile(f"(?<!、){_SURNAME}(?:[一二三四五六七八九十大小老](?<![、][{_CJK}][二两三]))?(?:" + "|".join(_TITLES) + ")")
+
+
+class Names(Protocol):
+    names: set[str]
+
+    def name_at(self, text: str, pos: int = 0) -> str | None: ...
+
+    def names_in(self, text: str): ...
+
+
+def head_of(descriptor: str) -> str | None:
+    """The head noun a descriptor ends with (``那挑酒的汉子`` → 汉子, ``太公`` → 太公), or None."""
+    head = next((descriptor[-n:] for n in _HEAD_SIZES if descriptor[-n:] in _KIND_OF), None)
+    return None if head in ("人", "汉") and not _BARE.match(descriptor) else head
+
+
+def is_descriptor(word: str, names: Names | None = None) -> bool:
+    """A descriptor (那妇人, 婆子, 太公), not a name that ends like one (林冲娘子, 刘太公, 真长老)."""
+    head = head_of(word)
+    if head is None:
+        return False
+    if names is not None and any(word[i:] in names.names for i in range(1, len(word) - len(head))):
+        return False  # 智真长老: the list knows 真长老, a name
+    return not (len(word) > len(head) and (is_surname(word) or (names is not None and word in names.names)))
+
+
+def self_named(content: str, names: Names) -> str | None:
+    """The name a line gives its speaker (``小人姓刘名唐，…`` → 刘唐, ``小可便是赤发鬼刘唐`` → 刘唐,
+    ``俺是杀人的太岁鲁智深、武松的便是`` → 鲁智深、武松, ``唐斌在此`` → 唐斌), or None. The name must
+    end the phrase: ``小人是王都尉亲随`` names the speaker's master, not the speaker."""
+    first = re.split(r"[。！？!?]", content, maxsplit=1)[0]
+    here = _HERE.match(first)
+    if here and not is_descriptor(here.group(1), names):
+        name = next((m for m in names.names_in(here.group(1)) if m.end() == len(here.group(1))), None)
+        if name and is_surname(name.group()):
+            return name.group()  # 唐斌在此, 好汉没遮拦穆弘在此
+    for clause_start in [0] + [m.end() for m in re.finditer(r"[，,：:]", first)][:2]:
+        clause = first[clause_start:]
+        match = _SELF_NAME.match(clause)
+        if match and names.name_at(match.group(1), 0) == match.group(1) and is_surname(match.group(1)):
+            return match.group(1)  # 小将呼延灼的便是
+        match = _SELF.match(clause)
+        if not match:
+            continue
+        rest = clause[match.end() - 1 :]
+        tail = re.split(r"[，,；;]", rest[1:], maxsplit=1)[0]
+        given = _SURNAME_GIVEN.search(rest)
+        if given and given.start() <= len(tail):
+            return given.group(1) + given.group(2)  # 小人姓刘名唐 / 小人是…教头姓林名冲
+        tail = re.sub(r"(?:的便是|便是|是也|也)$", "", tail)
+        found = [m for m in names.names_in(tail) if is_surname(m.group()) and not is_descriptor(m.group())]
+        if found and found[-1].end() == len(tail):
+            group = [found[-1]]
+            for m in reversed(found[:-1]):
+                if m.end() + 1 == group[0].start() and tail[m.end()] == "、":
+                    group.insert(0, m)
+            return "、".join(m.group() for m in group)
+    return None
+
+
+class Story:
+    """A novel read once: :meth:`before` (the text before an excerpt), :meth:`who` (whom a descriptor
+    stands for) and :meth:`full_name` (a name cut short: 四郎 for 赵四郎)."""
+
+    def __init__(self, text: str, names: Names):
+        self.text = text
+        self.names = names
+        self.chapters = [m.start() for m in re.finditer("(?m)" + HEADING.pattern, text)]
+        self._timelines: dict[str, list[tuple[int, str | None]]] = {}
+        self._scan()
+
+    def before(self, start: int, limit: int = 300) -> str:
+        """The text before ``start``: about ``limit`` characters back, but not past the chapter's
+        heading, beginning at the start of a paragraph (the whole paragraph that ``limit`` falls in,
+        if it is not much longer)."""
+        k = bisect.bisect_right(self.chapters, start) - 1
+        floor = self.chapters[k] if k >= 0 else 0
+        begin = max(floor, start - limit, 0)
+        if begin > floor and self.text[begin - 1] != "\n":
+            paragraph = self.text.rfind("\n", floor, begin) + 1
+            if start - paragraph <= 3 * limit:
+                begin = max(paragraph, floor)
+            else:
+                newline = self.text.find("\n", begin, start)
+                begin = newline + 1 if newline != -1 else start
+        return self.text[begin:start]
+
+    def who(self, descriptor: str, pos: int) -> str | None:
+        """The name ``descriptor`` stands for at ``pos``, if the text named that person."""
+        head = head_of(descriptor)
+        if head is None or _MANY.match(descriptor):
+            return None  # (四个好汉, 众军汉: many people, not the one named)
+        kind = _KIND_OF[head]
+        timeline = self._timelines.get(head if kind == "title" else kind, [])
+        k = bisect.bisect_left(timeline, (pos,)) - 1
+        if k < 0 or timeline[k][1] is None:
+            return None
+        at, name = timeline[k]
+        return name if pos - at <= _REACH[kind] else None
+
+    def full_name(self, word: str, pos: int, reach: int = 3000) -> str | None:
+        """The name ``word`` cuts short at ``pos`` (四郎 → 赵四郎, 邦喜 → 牛邦喜): the last one the text
+        spelled out before, a surname and the word."""
+        known = [n for n in self.names.names if n.endswith(word) and len(n) > len(word) and is_surname(n)]
+        if len(known) == 1:
+            return known[0]  # 道清 → 乔道清
+        if not _is_name(word, self.names):
+            return None  # 起身道: a verb, not a name
+        at = self.text.rfind(word, max(0, pos - reach), pos)
+        while at > 0:
+            if self.text[at - 1] in SURNAMES and not is_surname(word):
+                return self.text[at - 1 : at + len(word)]
+            at = self.text.rfind(word, max(0, pos - reach), at)
+        return None
+
+    def _scan(self) -> None:
+        text, names = self.text, self.names
+        quoted = [(m.start(), m.end()) for m in re.finditer("“[^“”]*”", text)]
+        events: dict[str, list[tuple[int, int, str | None]]] = {}  # key -> (pos, what happens, name)
+        add = lambda key, pos, op, name=None: events.setdefault(key, []).append((pos, op, name))  # noqa: E731
+
+        # Women: named formally or by their role, then mentioned by name in the narration.
+        women: dict[str, int] = {}
+        for match in _GIVEN.finditer(text):
+            women.setdefault(match.group(1), match.start())
+        for match in _CALLED.finditer(text):
+            sentence = max(text.rfind(ch, 0, match.start()) for ch in "。！？\n")
+            if _WOMAN_WORDS.search(text, sentence + 1, match.start()):
+                women.setdefault(match.group(1), match.start())
+        for match in _ROLE.finditer(text):
+            name = names.name_at(text, match.end())
+            if name:
+                women.setdefault(name, match.start())
+        women = {w: at for w, at in women.items() if _is_name(w, names)}
+        by_key: dict[str, list[str]] = {w: ["woman"] for w in women}
+        # Kinds known by how a name ends: 王婆 (婆子), 潘公 / 金老 (老儿), 海阇黎 (和尚), 狄太公 (太公,
+        # and an old man: 那老儿).
+        for name in names.names:
+            if is_surname(name) and len(name) <= 3 and name.endswith("婆"):
+                by_key[name] = ["old woman"]
+            elif name.endswith("阇黎") and len(name) > 2:
+                by_key[name] = ["monk"]
+            else:
+                if is_surname(name) and len(name) <= 3 and name.endswith(("公", "老")):
+                    by_key.setdefault(name, []).append("old man")
+                if any(name.endswith(t) and len(name) > len(t) for t in TITLES) and not is_descriptor(name, names):
+                    by_key.setdefault(name, []).append("title")
+        for match in _TITLED.finditer(text):
+            keys = by_key.setdefault(match.group(), [])
+            if "title" not in keys:
+                keys.append("title")
+            if match.group().endswith("太公") and "old man" not in keys:
+                keys.append("old man")
+        apart: set[int] = set()  # where a woman's name stands beside 那妇人 as another person
+        if women:
+            woman_name = re.compile("|".join(map(re.escape, sorted(women, key=len, reverse=True))))
+            for match in _WOMAN_DESCRIPTOR.finditer(text):
+                if _inside(quoted, match.start()):
+                    continue
+                start = max(text.rfind(ch, 0, match.start()) for ch in "。！？\n“”") + 1
+                end = min((i for i in (text.find(ch, match.end()) for ch in "。！？\n“”") if i != -1), default=len(text))
+                sentence = text[start:end]
+                if not (_GIVEN.search(sentence) or _CALLED.search(sentence) or _IS.search(sentence)):
+                    for other in woman_name.finditer(sentence):
+                        add("woman", match.start(), _NOT, other.group())  # 那妇人因王庆勾搭了娇秀: not 娇秀
+                        apart.add(start + other.start())
+        covered: list[tuple[int, int]] = []
+        for match in re.finditer("|".join(map(re.escape, sorted(by_key, key=len, reverse=True))) or "(?!)", text):
+            name = match.group()
+            covered.append(match.span())
+            for key in by_key[name]:
+                if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
+                    continue  # a woman the people talk about, or one set apart, is not the one in the scene
+                add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
+
+        # The bare word again, outside quotes (长老道, 那和尚): the one bound goes on being meant.
+        kept = [h for h, kind in _KIND_OF.items() if kind in _KEPT_BY_MENTION]
+        for match in re.finditer("|".join(sorted(kept, key=len, reverse=True)), text):
+            if not _inside(covered, match.start()) and not _inside(quoted, match.start()):
+                add(_key(match.group()), match.start(), _MENTION)
+
+        # Anyone named in narration right after a descriptor, or naming himself in his own line.
+        for match in _AFTER_DESCRIPTOR.finditer(text):
+            head = match.group(2)
+            far = 60 if match.group(1).startswith("一") else 6  # 当先一个好汉，戴熟铜盔，…，乃是…曾魁
+            name = _named(text[match.end(2) : match.end()], names, _KIND_OF[head] == "woman", far)
+            if name:
+                add(_key(head), match.start(), _NAMED, name)
+        for match in _TAGGED_QUOTE.finditer(text):
+            clause = re.split(r"[，,]", match.group(1))[-1]
+            head = next((h for h in _HEADS if re.search(f"(?:那|这)[{_CJK}]{{0,4}}?{h}", clause)), None)
+            name = head and self_named(match.group(2), names)
+            if name:
+                add(_key(head), match.end(1), _NAMED, name)
+
+        # New people of a kind.
+        for kind, heads in KINDS.items():
+            for match in re.finditer(_NEW + "(?:" + "|".join(heads) + ")", text):
+                add(kind, match.start(), _NEW_PERSON)
+        for match in _COMES_OUT.finditer(text):
+            add("woman", match.start(), _NEW_PERSON)  # 只见庵里走出那妇人来: whoever the text spoke of before
+        for match in _WIFE.finditer(text):
+            add("woman", match.start(), _ASIDE)
+
+        for key, found in events.items():
+            self._timelines[key] = _timeline(sorted(found, key=lambda e: (e[0], e[1])), _KIND_OF.get(key, key))
+
+
+def _timeline(events: list[tuple[int, int, str | None]], kind: str) -> list[tuple[int, str | None]]:
+    """Where each binding starts, goes on and ends: (pos, name) when the name comes up, (pos, None)
+    when a new person or a sentence setting the descriptor beside the name ends it. Another man's
+    wife in a scene (老婆哭道) only puts the binding aside for a while."""
+    timeline: list[tuple[int, str | None]] = []
+    bound, last = None, -(10**9)
+    resume: tuple[int, str] | None = None
+    for pos, op, name in events:
+        if resume and pos >= resume[0]:
+            bound, last = resume[1], resume[0]
+            timeline.append(resume)
+            resume = None
+        if op == _NAMED:
+            bound, last, resume = name, pos, None
+            timeline.append((pos, name))
+        elif op in (_NEW_PERSON, _ASIDE) and kind != "title":
+            if bound is not None and pos - last <= (_SAME_PERSON.get(kind, _JUST_BEFORE) if op == _NEW_PERSON else _JUST_BEFORE):
+                continue
+            aside = bound if bound is not None else resume and resume[1]
+            resume = (pos + _ASIDE_FOR, aside) if op == _ASIDE and aside else None
+            bound = None
+            timeline.append((pos, None))
+        elif op == _MENTION:
+            if bound is not None and pos - last <= _REACH.get(kind, _REACH["title"]):
+                last = pos
+                timeline.append((pos, bound))
+        elif op == _NOT and bound == name:
+            bound, resume = None, None
+            timeline.append((pos, None))
+    if resume:
+        timeline.append(resume)
+    return timeline
+
+
+def _key(head: str) -> str:
+    return head if _KIND_OF[head] == "title" else _KIND_OF[head]
+
+
+def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
+    """A name the words after a descriptor give it: 不是别人，正是…姓宋名江 / ，便是阮小二 /
+    (a woman) …小字唤做巧云. A man 唤做 something gets a nickname, not his name."""
+    given = (_GIVEN.search(rest) or _CALLED.search(rest)) if woman else None
+    if given and _is_name(given.group(1), names):
+        return given.group(1)
+    full = _SURNAME_GIVEN.match(rest, next((i for i in range(4) if rest[i : i + 1] in ("姓", "")), 0))
+    if full and full.start() <= 3:
+        return full.group(1) + full.group(2)  # 那知府复姓慕容，双名彦达 / 这个是北京上将，姓索名超
+    match = _IS.search(rest[: 30 if far <= 6 else len(rest)])
+    if not match or match.start() > far:
+        return None
+    after = rest[match.end() :]
+    full = _SURNAME_GIVEN.search(after)
+    if full:
+        return full.group(1) + full.group(2)
+    name = next(iter(names.names_in(after[:12])), None)
+    if name and re.match(f"[{_CJK}]{{3}}", after[name.end() :]):
+        return None  # 正是蒋门神初来孟州新娶的妾: his concubine, not 蒋门神
+    return name.group() if name and is_surname(name.group()) and not is_descriptor(name.group()) else None
+
+
+def _is_name(word: str, names: Names) -> bool:
+    return len(word) >= 2 and not any(ch in STOP for ch in word) and not is_descriptor(word, names)
+
+
+def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
+    k = bisect.bisect_right(spans, (pos, float("inf"))) - 1
+    return k >= 0 and spans[k][0] <= pos < spans[k][1]

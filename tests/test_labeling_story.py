@@ -1,0 +1,122 @@
+"""The rule labeler reading the novel around an excerpt: descriptors resolved to the person the text
+named (那妇人 → 潘金莲, 太公 → 刘太公), speakers who name themselves, the text before an excerpt
+warming up who speaks, names cut short. Each test labels a passage of a small novel made of a few
+sentences of 水浒传 and filler narration, once where a rule must fire and once where it must not."""
+
+from audiobook_rl.labeling.lexicon import Lexicon
+from audiobook_rl.labeling.rules import RuleLabeler
+from audiobook_rl.labeling.story import Story, is_descriptor, self_named
+from audiobook_rl.script import NARRATOR
+
+NAMES = {"宋江", "武松", "王婆", "刘太公", "鲁智深", "李忠", "张青", "晁盖", "赵四郎", "四郎", "武大"}
+# Narration that names nobody and brings nobody in: distance between the passages of a novel.
+FILLER = "　　天色渐渐晚了，风雪又紧，路上并无行人往来。\n"
+
+
+def speakers_in(novel: str, excerpt: str, names: set[str] = NAMES) -> list[str]:
+    """The speakers of ``excerpt``, the last passage of ``novel``, labeled where it stands."""
+    lexicon = Lexicon(names=set(names), text=novel)
+    start = novel.rindex(excerpt)
+    script = RuleLabeler(lexicon).label_text(excerpt, start=start)
+    return [s.speaker for s in script if s.speaker != NARRATOR]
+
+
+def test_a_woman_named_formally_is_the_woman_of_later_tags():
+    named = "　　那清河县里有一个大户人家，有个使女，小名唤做潘金莲，年方二十余岁。\n"
+    excerpt = "　　那妇人道：“叔叔万福。”\n"
+    assert speakers_in(named + FILLER * 5 + excerpt, excerpt) == ["潘金莲"]
+    # A woman who comes in later is someone else, unless the named one came up just before.
+    new = "　　只见一个妇人，从里面出来。\n"
+    assert speakers_in(named + FILLER * 40 + new + excerpt, excerpt) == ["妇人"]
+    assert speakers_in(named + new + excerpt, excerpt) == ["潘金莲"]
+    # Without the novel around it, the descriptor stays.
+    assert [s.speaker for s in RuleLabeler(Lexicon(names=NAMES)).label_text(excerpt) if s.speaker != NARRATOR] == ["妇人"]
+
+
+def test_a_sentence_that_sets_the_woman_apart_from_the_name_ends_the_binding():
+    named = "　　有个女儿，小名唤做娇秀，年方二八。\n"
+    apart = "　　那妇人因王庆勾搭了娇秀，心中不忿。\n"
+    excerpt = "　　那妇人道：“你休要瞒我。”\n"
+    assert speakers_in(named + FILLER + excerpt, excerpt) == ["娇秀"]
+    assert speakers_in(named + FILLER + apart + excerpt, excerpt) == ["妇人"]
+
+
+def test_a_title_alone_stands_for_the_one_last_named_with_it():
+    named = "　　老汉姓刘，此间唤做桃花村，乡人都叫老汉做桃花庄刘太公。\n"
+    excerpt = "　　太公道：“师父请吃些晚饭。”\n"
+    assert speakers_in(named + FILLER * 3 + excerpt, excerpt) == ["刘太公"]
+    # Long after, with the title never coming up again, nobody is meant by name.
+    assert speakers_in(named + FILLER * 200 + excerpt, excerpt) == ["太公"]
+    # The title coming up again keeps the name bound.
+    again = "　　太公又叫庄客安排酒来。\n"
+    assert speakers_in(named + (FILLER * 80 + again) * 3 + excerpt, excerpt) == ["刘太公"]
+
+
+def test_an_old_woman_named_by_her_name_is_the_old_woman_of_later_tags():
+    named = "　　王婆开了后门，走过来看了。\n"
+    excerpt = "　　那婆子道：“大官人，你来了。”\n"
+    assert speakers_in(named + FILLER * 2 + excerpt, excerpt) == ["王婆"]
+    assert speakers_in(FILLER * 2 + excerpt, excerpt) == ["婆子"]
+
+
+def test_a_descriptor_named_in_the_narration_right_after_it():
+    named = "　　前面一个妇人，背后一个大汉。那大汉不是别人，却正是菜园子张青。\n"
+    excerpt = "　　那大汉道：“快解了我兄弟。”\n"
+    assert speakers_in(named + excerpt, excerpt) == ["张青"]
+    # 正是 before a name that goes on names someone else (蒋门神新娶的妾, not 蒋门神).
+    other = "　　里面坐着一个年纪小的妇人，正是蒋门神初来孟州新娶的妾。\n"
+    excerpt = "　　那妇人听了道：“这厮那里吃醉了。”\n"
+    assert speakers_in(other + excerpt, excerpt, NAMES | {"蒋门神"}) == ["妇人"]
+    # 姓X名Y after a descriptor names it.
+    named = "　　且说青州府知府正值升厅坐公座。那知府复姓慕容，双名彦达，是今上徽宗天子慕容贵妃之兄。\n"
+    excerpt = "　　知府接来，看了文书，吃了一惊，便道：“花荣是个功臣之子。”\n"
+    assert speakers_in(named + excerpt, excerpt) == ["慕容彦达"]
+
+
+def test_a_speaker_who_names_himself_is_named_and_stays_named():
+    assert self_named("小人姓刘名唐，祖贯东潞州人氏。", Lexicon()) == "刘唐"
+    assert self_named("贫道复姓公孙，单讳一个胜字，道号一清先生。", Lexicon()) == "公孙胜"
+    assert self_named("小可便是赤发鬼刘唐。", Lexicon(names={"刘唐"})) == "刘唐"
+    # Naming one's master names nobody.
+    assert self_named("小人是王都尉亲随。", Lexicon(names={"王都尉"})) is None
+    novel = "　　那先生答道：“贫道复姓公孙，单讳一个胜字。”晁盖大笑。\n" + FILLER
+    excerpt = "　　那先生大惊道：“保正何以知之？”\n"
+    assert speakers_in(novel + excerpt, excerpt) == ["公孙胜"]
+
+
+def test_many_people_are_not_resolved_to_the_one_named():
+    named = "　　当先一个好汉，乃是李忠。\n"
+    excerpt = "　　那好汉道：“且住。”四个好汉齐答道：“愿往。”\n"
+    assert speakers_in(named + excerpt, excerpt) == ["李忠", "好汉"]
+
+
+def test_the_text_before_an_excerpt_tells_who_goes_on_speaking():
+    novel = "　　宋江看了那封书，心中大怒，把书扯得粉碎。\n"
+    excerpt = "　　便道：“这厮好无礼！”\n"
+    assert speakers_in(novel + excerpt, excerpt) == ["宋江"]
+    # The same excerpt alone: nobody is known.
+    assert speakers_in(excerpt, excerpt) != ["宋江"]
+
+
+def test_a_name_cut_short_is_read_whole():
+    story = Story("　　一家是开纸马铺的赵四郎赵仲铭。" + FILLER, Lexicon(names={"赵四郎"}))
+    assert story.full_name("四郎", len(story.text)) == "赵四郎"
+    assert story.full_name("起身", len(story.text)) is None
+    novel = "　　又去对门请两家：一家是开纸马铺的赵四郎赵仲铭。\n"
+    excerpt = "　　四郎道：“小人买卖撇不得，不及陪奉。”\n"
+    assert speakers_in(novel + excerpt, excerpt, {"武松"}) == ["赵四郎"]
+
+
+def test_the_text_before_an_excerpt_begins_at_its_chapter_or_a_paragraph():
+    text = "第一回 张天师祈禳瘟疫\n　　话说一段。\n" + FILLER * 100 + "第二回 王教头私走延安府\n　　这一段。\n　　那一段。"
+    story = Story(text, Lexicon())
+    start = text.index("　　那一段")
+    assert story.before(start) == "第二回 王教头私走延安府\n　　这一段。\n"
+    assert story.before(text.index("第二回") - 10).startswith("　　")  # a whole paragraph
+    assert len(story.before(text.index("第二回") - 10)) <= 1500
+
+
+def test_descriptors_and_names_that_end_like_them():
+    assert is_descriptor("那妇人") and is_descriptor("太公") and is_descriptor("婆子")
+    assert not is_descriptor("刘太公") and not is_descriptor("宋江")
+    assert not is_descriptor("真长老", Lexicon(names={"真长老"}))
