@@ -37,9 +37,9 @@ def train_one_step(base: Path, rows, root: Path, shuffle: bool, monkeypatch) -> 
     seen = []
     real = local_grpo.episode_rows
 
-    def recorded(episodes, groups, rewards):
+    def recorded(episodes, groups, rewards, *options):
         seen.append(([(e.task_id, e.final, e.reward) for e in episodes], list(rewards)))
-        return real(episodes, groups, rewards)
+        return real(episodes, groups, rewards, *options)
 
     monkeypatch.setattr(local_grpo, "episode_rows", recorded)
     settings = copy.deepcopy({**TINY_TRAIN, "seed": SEED, "total_steps": 1, "reward": {"backend": "rubric", "shuffle": shuffle}})
