@@ -57,9 +57,9 @@ def test_a_checkpoint_that_never_uses_the_narrator_is_flagged_in_red(run):
     assert '<td class="n fail">0%</td>' in row  # voice accuracy in red
     assert '<td class="n fail">0</td>' in row  # no narrator segment
     assert "老邓道 (4)" in row  # the five most used names, with their segment counts
-    assert '<td class="flags fail">never uses the narrator (旁白); most characters&#39; segments (9 of 9)' in row
+    assert '<td class="flags fail">never uses the narrator (旁白); names no person of the excerpt in most of its characters&#39; segments (9 of 9' in row
     # ... and the diagnosis says so in a red callout.
-    assert "step 30 never uses the narrator (旁白) and most characters&#39; segments (9 of 9) name no person" in html
+    assert "step 30 never uses the narrator (旁白) and names no person of the excerpt in most of its characters&#39; segments (9 of 9" in html
     # A checkpoint without flags has an empty flags cell.
     row20 = re.search(r'<td class="step">step 20</td>(.*?)</tr>', html.split('id="speakers-table"')[1], re.S).group(1)
     assert '<td class="flags"></td>' in row20 and "旁白 (" in row20

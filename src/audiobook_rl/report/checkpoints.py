@@ -72,8 +72,8 @@ class CheckpointRow:
         if self.speakers.never_narrator:
             flags.append("never uses the narrator (旁白)")
         if self.speakers.mostly_not_persons:
-            flags.append(f"most characters' segments ({self.speakers.others} of {self.speakers.others + self.speakers.persons}) "
-                         "name no person of the excerpt (speech tags, fragments of the text, invented names)")
+            flags.append(f"names no person of the excerpt in most of its characters' segments ({self.speakers.others} of "
+                         f"{self.speakers.others + self.speakers.persons}: speech tags, fragments of the text, invented names)")
         return flags
 
     @property
