@@ -9,7 +9,6 @@ import math
 import pytest
 import torch
 
-from helpers import seed_config
 
 from agentlightning import RolloutLegacy, Triplet  # noqa: E402
 from agentlightning.verl.daemon import AgentModeDaemon  # noqa: E402

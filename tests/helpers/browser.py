@@ -44,8 +44,8 @@ def install() -> str:
         return found
     how = f"install it as root with: {INSTALL} (or set CHROMIUM to a Chromium binary)"
     if shutil.which("apt-get") is None:
-        raise SystemExit(f"chromium is not installed and this machine has no apt-get; the report's browser test needs it: "
-                         f"install Chromium with the system's package manager, or set CHROMIUM to its binary.")
+        raise SystemExit("chromium is not installed and this machine has no apt-get; the report's browser test needs it: "
+                         "install Chromium with the system's package manager, or set CHROMIUM to its binary.")
     if os.geteuid() != 0:
         raise SystemExit(f"chromium is not installed and installing it needs root; the report's browser test needs it: {how}.")
     print(f"chromium is not installed; installing it: {INSTALL}", flush=True)
