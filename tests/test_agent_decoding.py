@@ -152,3 +152,104 @@ def test_other_architectures_are_left_to_transformers():
     assert supports(tiny_qwen())
     assert not supports(tiny_qwen(use_sliding_window=True, sliding_window=4))
     assert not supports(tiny_qwen(rope_scaling={"rope_type": "linear", "factor": 2.0}))
+
+
+# -- continuous batching -----------------------------------------------------------------------
+
+STOP = 63
+
+
+def successor_model():
+    """A real Qwen2 whose weights are set by hand so that, greedily, token ``t`` is followed by ``t + 1``
+    up to ``STOP``: a prompt ending in ``t`` decodes ``STOP - t`` tokens, a length the test chooses.
+
+    Attention and MLP add nothing (zero output projections), the embedding is the identity, and
+    the output head maps token ``t`` to ``t + 1``.
+    """
+    model = tiny_qwen(vocab_size=64, hidden_size=64, num_hidden_layers=1, tie_word_embeddings=False)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        model.model.embed_tokens.weight.copy_(torch.eye(64))
+        model.model.norm.weight.fill_(1.0)
+        head = model.lm_head.weight
+        for t in range(64):
+            head[min(t + 1, STOP), t] = 1.0
+    return model
+
+
+def test_a_follow_up_decodes_while_a_longer_sequence_of_its_batch_still_runs():
+    decoder = StaticDecoder(successor_model())
+    ended = []
+
+    def then(seq, tokens):
+        ended.append(seq)
+        return [7, 50] if seq == 0 else None  # the short draft's follow-up (its rewrite)
+
+    out = decoder.generate([[3, 60], [1, 0]], max_new_tokens=64, sampling=Sampling(0.0), stop_ids={STOP}, pad_id=0,
+                           then=then, max_rows=2)
+    assert out == [[61, 62, 63], list(range(1, 64)), list(range(51, 64))]
+    # The follow-up of sequence 0 started when its row freed and ended before sequence 1 did.
+    assert ended == [0, 2, 1]
+
+
+def test_without_follow_ups_every_sequence_still_waits_for_no_other():
+    decoder = StaticDecoder(successor_model())
+    ended = []
+    prompts = [[60], [0], [55], [58], [40]]  # 3, 63, 8, 5 and 23 tokens
+    out = decoder.generate(prompts, max_new_tokens=64, sampling=Sampling(0.0), stop_ids={STOP}, pad_id=0,
+                           then=lambda seq, tokens: ended.append(seq), max_rows=2)
+    assert out == [list(range(p[0] + 1, 64)) for p in prompts]
+    # While sequence 1 decoded its 63 tokens, three shorter ones passed through the other row.
+    assert ended[:4] == [0, 2, 3, 1]
+
+
+@pytest.mark.parametrize("max_rows", [1, 2, 3])
+def test_refilled_rows_keep_greedy_tokens_equal_to_transformers(max_rows):
+    model = tiny_qwen(seed=3)
+    prompts = PROMPTS + [[90, 91, 92, 93, 94], [7], [60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70]]
+    stop = hf_greedy(model, PROMPTS, 40)[0][20]
+    expected = hf_greedy(model, prompts, 40, stop=stop)
+    assert len({len(r) for r in expected}) > 2  # rows end at different steps
+    ours = StaticDecoder(model).generate(prompts, max_new_tokens=40, sampling=Sampling(0.0), stop_ids={stop}, pad_id=0,
+                                         max_rows=max_rows)
+    assert ours == expected
+
+
+def test_a_follow_up_longer_than_the_cache_grows_it():
+    model = tiny_qwen(seed=4)
+    decoder = StaticDecoder(model)
+    long_prompt = [(17 * i) % 290 + 5 for i in range(300)]
+    out = decoder.generate([[5, 6, 7]], max_new_tokens=10, sampling=Sampling(0.0), stop_ids=set(), pad_id=0,
+                           then=lambda seq, tokens: long_prompt if seq == 0 else None)
+    assert out == hf_greedy(model, [[5, 6, 7]], 10) + hf_greedy(model, [long_prompt], 10)
+
+
+def test_a_sequence_draws_the_same_tokens_whatever_decodes_beside_it():
+    model = tiny_qwen()
+    decoder = StaticDecoder(model)
+
+    def draw(max_rows, sampling=Sampling(1.0, top_p=0.9)):
+        torch.manual_seed(11)  # the per-sequence seeds come from the global generator
+        return decoder.generate(PROMPTS, max_new_tokens=24, sampling=sampling, stop_ids=set(), pad_id=0,
+                                max_rows=max_rows, then=lambda seq, tokens: tokens[:5] if seq < 2 else None)
+
+    together = draw(4)
+    assert len(together) == len(PROMPTS) + 2
+    assert draw(1) == draw(3) == together
+    assert together != draw(4, Sampling(0.0))
+
+
+def test_seeded_draws_follow_the_filtered_distribution():
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0, -3.0]] * 2)
+    sampling = Sampling(0.8, top_p=0.9)
+    counts = torch.zeros(2, 6)
+    for k in range(6000):
+        drawn = sample(logits, sampling, seeds=torch.tensor([12345, 777]), counters=torch.full((2,), k))
+        counts[torch.arange(2), drawn] += 1
+    values, order = candidates(logits, sampling)
+    expected = torch.zeros(2, 6).scatter(1, order, torch.softmax(values, dim=-1))
+    assert (counts / 6000 - expected).abs().max() < 0.025
+    assert counts[:, expected[0] == 0].sum() == 0  # never outside the nucleus
+    again = sample(logits, sampling, seeds=torch.tensor([12345, 777]), counters=torch.full((2,), 3))
+    assert torch.equal(again, sample(logits, sampling, seeds=torch.tensor([12345, 777]), counters=torch.full((2,), 3)))

@@ -47,3 +47,21 @@ def test_top_k_1_sampling_is_greedy_on_both_decoding_paths(policy_dir):
     assert fallback.decoder is None
     sampled = run_episodes(tasks, fallback, prompts(), temperature=1.5, top_k=1, max_tokens=10)
     assert [e.final for e in sampled] == [e.final for e in greedy]
+
+
+def test_each_rewrite_follows_its_own_draft_as_in_rounds(policy_dir):
+    # With the static decoder a rewrite joins the batch as soon as its draft ends; a client without
+    # chat_chains answers all drafts first. Greedy episodes must be the same either way.
+    model, tok = load_policy(policy_dir)
+    client = HFChat(model, tok, batch_size=2)  # fewer rows than calls: rows are refilled
+
+    class InRounds:
+        def chat_batch(self, batch, **sampling):
+            return HFChat(model, tok, batch_size=8).chat_batch(batch, **sampling)
+
+    tasks = [Task.from_row(r) for r in tiny_rows(1, 4)["val"]]
+    chained = run_episodes(tasks, client, prompts(), temperature=0.0, max_tokens=12)
+    rounds = run_episodes(tasks, InRounds(), prompts(), temperature=0.0, max_tokens=12)
+    assert [(e.draft, e.final) for e in chained] == [(e.draft, e.final) for e in rounds]
+    assert [[c.reply.prompt_ids for c in e.calls] for e in chained] == [[c.reply.prompt_ids for c in e.calls] for e in rounds]
+    assert client.generated_tokens == sum(len(c.reply.response_ids) for e in chained for c in e.calls)

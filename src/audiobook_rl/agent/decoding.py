@@ -8,15 +8,19 @@ weights (in bf16 on a GPU, copied again before every batch, so it always samples
 being trained), and it computes exactly what the model computes: the tests compare its logits and
 greedy tokens with the model's own forward pass and ``generate``.
 
-Left-padded prompts share one cache: row ``i`` has ``pad[i]`` empty slots before its prompt, its
-token at slot ``s`` sits at position ``s - pad[i]``, and attention masks the empty slots. Rows that
-have finished keep decoding padding until every row has (checked every few steps), so the batch
-keeps one shape and one graph.
+Continuous batching: a fixed number of rows decode together, one token each per step, and each row
+holds one sequence at its own length: its prompt fills cache slots 0 … len − 1 (the slot is the
+position) and every drawn token goes to the next slot. When a row's sequence ends (checked every
+few steps), the next waiting prompt is prefilled into that row at once, so the batch stays full
+until the queue is empty; a caller can queue a follow-up prompt as a sequence ends (the agent's
+rewrite after its own draft). Once nothing waits, the rows still decoding move to a smaller batch.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -59,12 +63,21 @@ def _rope_theta(config) -> float | None:
     return float(params["rope_theta"])
 
 
-def sample(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """One token per row from ``logits`` (B × V); greedy at temperature 0."""
+def sample(logits: torch.Tensor, sampling: Sampling, seeds: torch.Tensor | None = None,
+           counters: torch.Tensor | None = None) -> torch.Tensor:
+    """One token per row from ``logits`` (B × V); greedy at temperature 0.
+
+    With ``seeds`` (one per row) and ``counters`` (the row's token index), the draw is the Gumbel-max
+    of the filtered logits under noise that depends on those two alone, so a row draws the same
+    token whatever rows sit beside it; without, it comes from the global generator.
+    """
     if sampling.temperature <= 0:
         return logits.argmax(dim=-1)
     values, order = candidates(logits, sampling)
-    drawn = torch.multinomial(torch.softmax(values, dim=-1), 1)
+    if seeds is None:
+        drawn = torch.multinomial(torch.softmax(values, dim=-1), 1)
+    else:
+        drawn = (values + gumbel(seeds, counters, values.shape[-1])).argmax(dim=-1, keepdim=True)
     return drawn.squeeze(-1) if order is None else order.gather(-1, drawn).squeeze(-1)
 
 
@@ -189,14 +202,14 @@ class StaticDecoder:
         rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
         return x * cos + rotated * sin
 
-    def _forward(self, tokens, positions, slots, mask, k_cache, v_cache, span: int) -> torch.Tensor:
-        """Hidden states after the final norm for ``tokens`` (B × T) written at cache ``slots`` (T).
+    def _forward(self, tokens: torch.Tensor, positions: torch.Tensor, attend) -> torch.Tensor:
+        """Hidden states after the final norm for ``tokens`` (B × T) at ``positions`` (B × T).
 
-        ``mask`` (B × 1 × T × span, True = attend) covers the first ``span`` cache slots.
+        ``attend(layer, q, k, v)`` stores the layer's keys and values in the cache and returns the
+        attention output (q: B × heads × T × dim; k, v: B × kv_heads × T × dim).
         """
         b, t = tokens.shape
         heads, kv, dim = self.n_heads, self.n_kv, self.head_dim
-        groups = heads // kv
         cos, sin = self._rotary(positions)
         cos, sin = cos.unsqueeze(2), sin.unsqueeze(2)  # B × T × 1 × dim: one rotation for all heads
         x = F.embedding(tokens, self.embed)
@@ -206,17 +219,7 @@ class StaticDecoder:
             qk = self._rotate(qkv[:, :, : heads + kv], cos, sin)  # queries and keys rotate alike
             q, k = qk[:, :, :heads].transpose(1, 2), qk[:, :, heads:].transpose(1, 2)
             v = qkv[:, :, heads + kv :].transpose(1, 2)
-            k_cache[i].index_copy_(2, slots, k)
-            v_cache[i].index_copy_(2, slots, v)
-            keys, values = k_cache[i][:, :, :span], v_cache[i][:, :, :span]
-            if t == 1:
-                # Grouped-query attention without copying the cache: the query heads that share
-                # a key/value head become that head's query rows (one position, one mask row).
-                out = F.scaled_dot_product_attention(q.reshape(b, kv, groups, dim), keys, values, attn_mask=mask)
-            else:
-                keys, values = keys.repeat_interleave(groups, dim=1), values.repeat_interleave(groups, dim=1)
-                out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-            out = out.reshape(b, heads, t, dim).transpose(1, 2).reshape(b, t, -1)
+            out = attend(i, q, k, v).transpose(1, 2).reshape(b, t, -1)
             x = x + F.linear(out, w.o_w)
             gate, up = F.linear(self._rms(x, w.norm_post), w.gate_up_w).chunk(2, dim=-1)
             x = x + F.linear(F.silu(gate) * up, w.down_w)
@@ -225,33 +228,87 @@ class StaticDecoder:
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return F.linear(hidden, self.lm_head)
 
-    # -- decoding -----------------------------------------------------------------------------
+    def _prefill(self, rows: torch.Tensor, prompts: list[list[int]], pad_id: int) -> torch.Tensor:
+        """Run ``prompts`` into cache ``rows`` (slots 0 … len − 1); the logits after each prompt's last token.
+
+        The prompts are right-padded to one width: the padding comes after every real token, so
+        causal attention never lets a real token see it, and the slots it fills are masked out (and
+        overwritten) once the row decodes.
+        """
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, : len(p)] = torch.tensor(p, dtype=torch.long)
+        groups = self.n_heads // self.n_kv
+
+        def attend(i, q, k, v):
+            self.k_cache[i][rows, :, :width] = k
+            self.v_cache[i][rows, :, :width] = v
+            keys, values = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+            return F.scaled_dot_product_attention(q, keys, values, is_causal=True)
+
+        positions = torch.arange(width, device=self.device).expand(len(prompts), width)
+        hidden = self._forward(ids.to(self.device), positions, attend)
+        last = torch.tensor([len(p) - 1 for p in prompts], device=self.device)
+        return self.logits(hidden[torch.arange(len(prompts), device=self.device), last]).float()
+
+    def _decode(self, step: _Step) -> torch.Tensor:
+        """Logits after one token per row: row ``r``'s ``step.tokens[r]`` goes to its slot ``step.pos[r]``
+        and attends to its slots up to that one, within the first ``step.span``."""
+        b, span = step.tokens.shape[0], step.span
+        kv, groups, dim = self.n_kv, self.n_heads // self.n_kv, self.head_dim
+        rows = self.row_ids[:b]
+        visible = self.slot_ids[:span] <= step.pos.unsqueeze(1)  # B × span
+
+        def attend(i, q, k, v):
+            self.k_cache[i][rows, :, step.pos] = k[:, :, 0]
+            self.v_cache[i][rows, :, step.pos] = v[:, :, 0]
+            # Grouped-query attention without copying the cache: the query heads that share a
+            # key/value head become that head's query rows (one position, one mask row).
+            out = F.scaled_dot_product_attention(q.reshape(b, kv, groups, dim), self.k_cache[i][:b, :, :span],
+                                                 self.v_cache[i][:b, :, :span], attn_mask=visible[:, None, None, :])
+            return out.reshape(b, groups * kv, 1, dim)
+
+        hidden = self._forward(step.tokens, step.pos.unsqueeze(1), attend)
+        return self.logits(hidden[:, -1]).float()
+
+    # -- the cache ----------------------------------------------------------------------------
 
     def _reserve(self, batch: int, length: int) -> None:
-        """A cache of at least ``batch`` rows and ``length`` slots (it only grows: graphs keep its address)."""
+        """A cache of at least ``batch`` rows and ``length`` slots, keeping what it holds when it grows
+        (a new address: captured graphs are dropped)."""
         if self._capacity and batch <= self._capacity[0] and length <= self._capacity[1]:
             return
+        old = (self.k_cache, self.v_cache) if self._capacity else None
         if self._capacity:
             batch, length = max(batch, self._capacity[0]), max(length, self._capacity[1])
         self._graphs.clear()
-        self.k_cache = self.v_cache = None
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
         shape = (len(self.layers), batch, self.n_kv, length, self.head_dim)
         self.k_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
         self.v_cache = torch.zeros(shape, dtype=self.dtype, device=self.device)
+        if old is not None:
+            b, n = old[0].shape[1], old[0].shape[3]
+            self.k_cache[:, :b, :, :n] = old[0]
+            self.v_cache[:, :b, :, :n] = old[1]
+            del old
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
         self.slot_ids = torch.arange(length, device=self.device)
+        self.row_ids = torch.arange(batch, device=self.device)
         self._capacity = (batch, length)
 
-    def _decode(self, step: _Step) -> torch.Tensor:
-        """Logits of ``step.tokens`` at slot ``step.slot``, attending to the first ``step.span`` slots."""
-        b, span = step.tokens.shape[0], step.span
-        positions = (step.slot - step.pad).unsqueeze(1)
-        slots = self.slot_ids[:span]
-        visible = (slots <= step.slot) & (slots >= step.pad.unsqueeze(1))
-        hidden = self._forward(step.tokens, positions, step.slot, visible[:, None, None, :],
-                               self.k_cache[:, :b], self.v_cache[:, :b], span)
-        return self.logits(hidden[:, -1]).float()
+    def max_rows(self, length: int, cap: int) -> int:
+        """How many sequences of up to ``length`` tokens to decode at once: ``cap``, or fewer where the
+        GPU's free memory would not hold their cache and per-step logits with room to spare."""
+        if self.device.type != "cuda":
+            return cap
+        free, _ = torch.cuda.mem_get_info(self.device)
+        size = torch.finfo(self.dtype).bits // 8
+        cache = 2 * len(self.layers) * self.n_kv * self.head_dim * _round(length) * size
+        logits = 4 * self.lm_head.shape[0] * 4  # the step's float32 logits and what sampling makes of them
+        return max(1, min(cap, int(0.5 * free // (cache + logits))))
+
+    # -- one decoding step ---------------------------------------------------------------------
 
     def _step_for(self, batch: int, span: int) -> _Step:
         """The static inputs of one decoding-step shape (and, once run on CUDA, its captured graph)."""
@@ -259,8 +316,7 @@ class StaticDecoder:
         if key not in self._graphs:
             self._graphs[key] = _Step(
                 tokens=torch.zeros((batch, 1), dtype=torch.long, device=self.device),
-                slot=torch.zeros((1,), dtype=torch.long, device=self.device),
-                pad=torch.zeros((batch,), dtype=torch.long, device=self.device),
+                pos=torch.zeros((batch,), dtype=torch.long, device=self.device),
                 span=span,
             )
         return self._graphs[key]
@@ -284,78 +340,52 @@ class StaticDecoder:
         step.graph.replay()
         return step.logits
 
+    # -- decoding -----------------------------------------------------------------------------
+
     @torch.no_grad()
-    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, sampling: Sampling,
-                 stop_ids: set[int], pad_id: int) -> list[list[int]]:
-        """The sampled continuation of each prompt, up to and including its first stop token."""
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, sampling: Sampling, stop_ids: set[int],
+                 pad_id: int, then: Callable[[int, list[int]], list[int] | None] | None = None,
+                 max_rows: int | None = None) -> list[list[int]]:
+        """The sampled continuation of each prompt, up to and including its first stop token.
+
+        Up to ``max_rows`` sequences (default: all the prompts) decode at once, and a row whose
+        sequence ends takes the next waiting one at once (continuous batching). ``then(i, tokens)``,
+        called as sequence ``i`` ends, may return a further prompt: it joins the queue as sequence
+        ``len(prompts) + k`` (the k-th such prompt), and the result lists every sequence in that
+        order. Sampling is seeded per sequence (from the global generator, once per call): a
+        sequence draws the same tokens whatever else decodes beside it.
+        """
         if not prompts:
             return []
         self.sync_weights()
-        n, width = len(prompts), max(len(p) for p in prompts)
-        batch = self._batch_size(n)
-        self._reserve(batch, _round(width + max_new_tokens))
-
-        # Prefill: every prompt, right-aligned at slot width - 1; extra rows repeat the last prompt.
-        rows = prompts + [prompts[-1]] * (batch - n)
-        pad = torch.tensor([width - len(p) for p in rows], device=self.device)
-        ids = torch.full((batch, width), pad_id, dtype=torch.long)
-        for i, p in enumerate(rows):
-            ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
-        ids = ids.to(self.device)
-        slots = self.slot_ids[:width]
-        valid = slots >= pad.unsqueeze(1)  # B × width
-        causal = slots.unsqueeze(0) <= slots.unsqueeze(1)  # query × key
-        # Padding rows attend to themselves only: a row with nothing to attend to would give NaN.
-        mask = (causal & valid[:, None, :]) | torch.eye(width, dtype=torch.bool, device=self.device)
-        positions = (slots - pad.unsqueeze(1)).clamp(min=0)
-        hidden = self._forward(ids, positions, slots, mask.unsqueeze(1), self.k_cache[:, :batch],
-                               self.v_cache[:, :batch], width)
-        tokens = sample(self.logits(hidden[:, -1]).float(), sampling)
-
-        stops = torch.tensor(sorted(stop_ids), device=self.device)
-        out = torch.full((batch, max_new_tokens), pad_id, dtype=torch.long, device=self.device)
-        done = torch.zeros(batch, dtype=torch.bool, device=self.device)
-        owner = list(range(n)) + [None] * (batch - n)  # which prompt each row of the batch decodes
-        finished: dict[int, list[int]] = {}
-        for k in range(max_new_tokens):
-            out[:, k] = torch.where(done, pad_id, tokens)
-            done |= torch.isin(tokens, stops)
-            if k + 1 == max_new_tokens:
-                break
-            if (k + 1) % CHECK_EVERY == 0:
-                # Rows that have finished leave the batch once a smaller batch (and graph) fits the
-                # rest: the cache rows of those still decoding move to the front.
-                live = [i for i, flag in enumerate(done.tolist()) if not flag and owner[i] is not None]
-                if not live:
-                    break
-                smaller = self._batch_size(len(live))
-                if smaller < len(owner):
-                    keep = live + [live[-1]] * (smaller - len(live))
-                    for i, flag in enumerate(done.tolist()):
-                        if owner[i] is not None and i not in live:
-                            finished[owner[i]] = out[i, : k + 1].tolist()
-                    index = torch.tensor(keep, device=self.device)
-                    for cache in (self.k_cache, self.v_cache):
-                        cache[:, :smaller] = cache[:, index]
-                    out, done, pad, tokens = out[index], done[index], pad[index], tokens[index]
-                    owner = [owner[i] for i in live] + [None] * (smaller - len(live))
-            # The token just drawn goes to slot width + k; attend to the slots up to it, in
-            # LENGTH_ROUND buckets (one graph per bucket), not to the whole cache.
-            step = self._step_for(len(owner), min(_round(width + k + 1), self._capacity[1]))
-            step.tokens.copy_(tokens.unsqueeze(1))
-            step.slot.fill_(width + k)
-            step.pad.copy_(pad)
-            tokens = sample(self._run(step), sampling)
-
-        for i, row in enumerate(out.tolist()):
-            if owner[i] is not None:
-                finished[owner[i]] = row
-        result = []
-        for i in range(n):
-            row = finished[i]
-            end = next((j for j, tok in enumerate(row) if tok in stop_ids), None)
-            result.append(row[: end + 1] if end is not None else row)
-        return result
+        rows = self._batch_size(min(max_rows or len(prompts), len(prompts)))
+        self._reserve(rows, _round(max(len(p) for p in prompts) + max_new_tokens))
+        seeds = torch.randint(0, 2**32, (len(prompts),)).tolist() if sampling.temperature > 0 else [0] * len(prompts)
+        batch = _Batch(self, rows, max_new_tokens, pad_id)
+        stops = torch.tensor(sorted(stop_ids) or [-1], device=self.device)
+        queue = deque(zip(range(len(prompts)), prompts, seeds))
+        results: dict[int, list[int]] = {}
+        next_id = len(prompts)
+        while queue or batch.live():
+            free = batch.free()
+            if queue and free:
+                admitted = [queue.popleft() for _ in range(min(len(free), len(queue)))]
+                need = _round(max(len(p) for _, p, _ in admitted) + max_new_tokens)
+                if need > self._capacity[1]:
+                    self._reserve(rows, need)
+                batch.admit(free[: len(admitted)], admitted, sampling, stops)
+            for _ in range(CHECK_EVERY):
+                batch.step(sampling, stops)
+            for seq, seed, tokens in batch.retire():
+                end = next((j for j, tok in enumerate(tokens) if tok in stop_ids), None)
+                results[seq] = tokens[: end + 1] if end is not None else tokens
+                follow = then(seq, results[seq]) if then is not None else None
+                if follow is not None:  # a seed of its own, derived from the one before it
+                    queue.append((next_id, follow, _mix32(seed ^ 0x9E3779B9)))
+                    next_id += 1
+            if not queue:
+                batch.shrink()
+        return [results[i] for i in range(len(results))]
 
     def _batch_size(self, n: int) -> int:
         return -(-n // BATCH_ROUND) * BATCH_ROUND if self.round_batch else n
@@ -370,8 +400,118 @@ class _Step:
     """Static inputs (and, on CUDA, the captured graph and its output) of one decoding-step shape."""
 
     tokens: torch.Tensor
-    slot: torch.Tensor
-    pad: torch.Tensor
+    pos: torch.Tensor
     span: int
     graph: object = None
     logits: torch.Tensor | None = None
+
+
+class _Batch:
+    """The rows decoding at once: the sequence each holds (None: free) and their state on the device.
+
+    Per row: the token to feed next and its cache slot, how many tokens it has drawn (``out``
+    holds them), whether it has ended, and its sampling seed. Rows are checked for ended sequences
+    every ``CHECK_EVERY`` steps (each check syncs); an ended row decodes padding in place until then.
+    """
+
+    def __init__(self, decoder: StaticDecoder, rows: int, max_new: int, pad_id: int):
+        self.decoder, self.max_new, self.pad_id = decoder, max_new, pad_id
+        zeros = lambda dtype: torch.zeros(rows, dtype=dtype, device=decoder.device)  # noqa: E731
+        self.tokens, self.pos, self.count, self.seed = (zeros(torch.long) for _ in range(4))
+        self.done = torch.ones(rows, dtype=torch.bool, device=decoder.device)
+        self.out = torch.full((rows, max_new), pad_id, dtype=torch.long, device=decoder.device)
+        self.owner: list[tuple[int, int] | None] = [None] * rows  # (sequence, seed)
+        self.reach = [0] * rows  # an upper bound of each row's slots in use, for the attention span
+
+    def live(self) -> bool:
+        return any(o is not None for o in self.owner)
+
+    def free(self) -> list[int]:
+        return [r for r, o in enumerate(self.owner) if o is None]
+
+    def admit(self, rows: list[int], sequences: list[tuple[int, list[int], int]], sampling: Sampling,
+              stops: torch.Tensor) -> None:
+        """Prefill ``sequences`` (id, prompt, seed) into free ``rows`` and draw their first tokens."""
+        device = self.decoder.device
+        index = torch.tensor(rows, device=device)
+        prompts = [p for _, p, _ in sequences]
+        seeds = torch.tensor([s for _, _, s in sequences], device=device)
+        logits = self.decoder._prefill(index, prompts, self.pad_id)
+        first = sample(logits, sampling, seeds, torch.zeros_like(seeds))
+        self.seed[index] = seeds
+        self.out[index] = self.pad_id
+        self.out[index, 0] = first
+        self.count[index] = 1
+        self.tokens[index] = first
+        self.pos[index] = torch.tensor([len(p) for p in prompts], device=device)
+        self.done[index] = torch.isin(first, stops) | (self.max_new <= 1)
+        for row, (seq, prompt, seed) in zip(rows, sequences):
+            self.owner[row] = (seq, seed)
+            self.reach[row] = len(prompt) + 1
+
+    def step(self, sampling: Sampling, stops: torch.Tensor) -> None:
+        """Every row feeds its token and draws the next; rows that have ended stay as they are."""
+        decoder = self.decoder
+        span = min(_round(max(self.reach)), decoder._capacity[1])
+        step = decoder._step_for(len(self.owner), span)
+        step.tokens.copy_(self.tokens.unsqueeze(1))
+        step.pos.copy_(self.pos)
+        drawn = sample(decoder._run(step), sampling, self.seed, self.count)
+        going = ~self.done
+        rows = decoder.row_ids[: len(self.owner)]
+        at = self.count.clamp(max=self.max_new - 1)
+        self.out[rows, at] = torch.where(going, drawn, self.out[rows, at])
+        self.count += going
+        self.tokens = torch.where(going, drawn, self.tokens)
+        self.pos += going
+        self.done |= going & torch.isin(drawn, stops) | (self.count >= self.max_new)
+        self.reach = [r + 1 if o is not None else r for r, o in zip(self.reach, self.owner)]
+
+    def retire(self) -> list[tuple[int, int, list[int]]]:
+        """Free the rows whose sequences have ended: (sequence, seed, tokens drawn) of each."""
+        done = self.done.tolist()
+        ended = [r for r, o in enumerate(self.owner) if o is not None and done[r]]
+        if not ended:
+            return []
+        index = torch.tensor(ended, device=self.decoder.device)
+        counts, outs = self.count[index].tolist(), self.out[index].tolist()
+        finished = []
+        for row, count, out in zip(ended, counts, outs):
+            seq, seed = self.owner[row]
+            finished.append((seq, seed, out[:count]))
+            self.owner[row], self.reach[row] = None, 0
+        return finished
+
+    def shrink(self) -> None:
+        """Once nothing waits, move the rows still decoding to the front of a smaller batch (and graph)."""
+        live = [r for r, o in enumerate(self.owner) if o is not None]
+        if not live:
+            return
+        smaller = self.decoder._batch_size(len(live))
+        if smaller >= len(self.owner):
+            return
+        index = torch.tensor(live + [live[-1]] * (smaller - len(live)), device=self.decoder.device)
+        for cache in (self.decoder.k_cache, self.decoder.v_cache):
+            cache[:, :smaller] = cache[:, index]
+        self.tokens, self.pos, self.count, self.seed = (t[index] for t in (self.tokens, self.pos, self.count, self.seed))
+        self.out, self.done = self.out[index], self.done[index]
+        self.done[len(live):] = True  # the filler rows repeat a live one: they hold no sequence
+        self.owner = [self.owner[r] for r in live] + [None] * (smaller - len(live))
+        self.reach = [self.reach[r] for r in live] + [0] * (smaller - len(live))
+
+
+def _mix32(x):
+    """A 32-bit integer hash (lowbias32) of ``x`` (an int, or an int64 tensor of values below 2**32)."""
+    x = x ^ (x >> 16)
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF  # a wrapped int64 product keeps its low 32 bits right
+    x = x ^ (x >> 15)
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def gumbel(seeds: torch.Tensor, counters: torch.Tensor, columns: int) -> torch.Tensor:
+    """Gumbel noise (B × ``columns``) that depends only on each row's seed and counter (its token index)."""
+    key = _mix32(seeds ^ _mix32(counters + 1))
+    bits = _mix32(key.unsqueeze(1) ^ _mix32(torch.arange(columns, device=seeds.device) + 0x632BE5AB).unsqueeze(0))
+    uniform = ((bits >> 8).float() + 0.5) / 2**24  # 24 random bits, never 0 or 1
+    return -torch.log(-torch.log(uniform))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ..dataset import Task
 from ..prompts import Prompt, load_prompt
@@ -51,6 +51,35 @@ def chat_many(client, batch: Sequence[list[dict]], **sampling) -> list[Reply]:
     if hasattr(client, "chat_batch"):
         return client.chat_batch(list(batch), **sampling)
     return [client.chat(m, **sampling) for m in batch]
+
+
+# follow(i, chain): chain i's next messages, given its (messages, reply) pairs so far; None ends it.
+Follow = Callable[[int, list[tuple[list[dict], Reply]]], "list[dict] | None"]
+
+
+def chat_chains(client, starts: Sequence[list[dict]], follow: Follow, **sampling) -> list[list[tuple[list[dict], Reply]]]:
+    """Conversations that go on after each reply: chain ``i`` starts with ``starts[i]``, and
+    ``follow`` gives its next call from its replies so far. A client with ``chat_chains`` sends each
+    next call as soon as its chain's reply is in; any other answers the chains round by round."""
+    if hasattr(client, "chat_chains"):
+        return client.chat_chains(list(starts), follow, **sampling)
+    return chat_in_rounds(lambda batch: chat_many(client, batch, **sampling), starts, follow)
+
+
+def chat_in_rounds(chat_batch, starts: Sequence[list[dict]], follow: Follow) -> list[list[tuple[list[dict], Reply]]]:
+    """Chains answered round by round: every chain's first call in one batch, then every second call."""
+    chains: list[list[tuple[list[dict], Reply]]] = [[] for _ in starts]
+    pending = list(enumerate(starts))
+    while pending:
+        replies = chat_batch([messages for _, messages in pending])
+        following = []
+        for (i, messages), reply in zip(pending, replies):
+            chains[i].append((messages, reply))
+            nxt = follow(i, chains[i])
+            if nxt is not None:
+                following.append((i, nxt))
+        pending = following
+    return chains
 
 
 @dataclass(frozen=True)
@@ -124,17 +153,19 @@ def run_episode(task: Task, client: ChatClient, prompts: AgentPrompts, judge=Non
 
 
 def run_episodes(tasks: Sequence[Task], client, prompts: AgentPrompts, judge=None, **sampling) -> list[Episode]:
-    """Run one episode per task (repeat a task to get a group), batching each role's calls."""
-    create = [prompts.create_messages(t.text) for t in tasks]
-    drafts = chat_many(client, create, **sampling)
-    # A draft that does not parse still goes to rewrite, as the text the model wrote.
-    rewrite = [prompts.rewrite_messages(t.text, d.text.strip()) for t, d in zip(tasks, drafts)]
-    finals = chat_many(client, rewrite, **sampling)
+    """Run one episode per task (repeat a task to get a group). An episode's rewrite is asked for as
+    soon as its own draft is in (with a client that batches so; else after every draft)."""
+
+    def rewrite(i: int, chain: list[tuple[list[dict], Reply]]) -> list[dict] | None:
+        # A draft that does not parse still goes to rewrite, as the text the model wrote.
+        return prompts.rewrite_messages(tasks[i].text, chain[0][1].text.strip()) if len(chain) == 1 else None
+
+    chains = chat_chains(client, [prompts.create_messages(t.text) for t in tasks], rewrite, **sampling)
     episodes = []
-    for task, cm, d, rm, f in zip(tasks, create, drafts, rewrite, finals):
-        episode = Episode(task.id, [Call("create", cm, d), Call("rewrite", rm, f)])
+    for task, chain in zip(tasks, chains):
+        episode = Episode(task.id, [Call(role, messages, reply) for role, (messages, reply) in zip(ROLES, chain)])
         if judge is not None:
-            episode.verdict = judge_final(judge, task, f.text)
+            episode.verdict = judge_final(judge, task, episode.final)
             episode.reward = episode.verdict.overall
         episodes.append(episode)
     return episodes

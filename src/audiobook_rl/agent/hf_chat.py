@@ -16,13 +16,14 @@ import torch
 from ..policy.model import load_policy
 from ..policy.tokenizer import prompt_ids
 from .decoding import Sampling, StaticDecoder, supports
-from .episode import Reply
+from .episode import Follow, Reply, chat_in_rounds
 
 log = logging.getLogger(__name__)
 
 
 class HFChat:
-    """Chat completions from ``model`` (left-padded batches of at most ``batch_size`` conversations)."""
+    """Chat completions from ``model``: at most ``batch_size`` conversations decode at once (fewer
+    where GPU memory is short), each taking a free row as soon as one opens."""
 
     def __init__(self, model, tokenizer, *, batch_size: int = 64):
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
@@ -36,26 +37,54 @@ class HFChat:
     def close(self) -> None:
         """Nothing to end: the model lives in this process, and its memory goes with it."""
 
+    def chat_batch(self, batch: list[list[dict]], **sampling) -> list[Reply]:
+        return [chain[0][1] for chain in self.chat_chains(batch, lambda i, chain: None, **sampling)]
+
     @torch.no_grad()
-    def chat_batch(self, batch: list[list[dict]], *, temperature: float, max_tokens: int, top_p: float = 1.0,
-                   top_k: int = 0) -> list[Reply]:
-        prompts = [prompt_ids(self.tokenizer, m) for m in batch]
+    def chat_chains(self, starts: list[list[dict]], follow: Follow, *, temperature: float, max_tokens: int,
+                    top_p: float = 1.0, top_k: int = 0) -> list[list[tuple[list[dict], Reply]]]:
+        """Conversations that go on: ``follow(i, chain)`` gives chain ``i``'s next messages (or None) as
+        soon as its last reply is in, and with the static decoder that call joins the batch at once."""
         sampling = Sampling(temperature, top_p, top_k)
-        replies: list[Reply] = []
+        chains: list[list[tuple[list[dict], Reply]]] = [[] for _ in starts]
         was_training = self.model.training
         self.model.eval()
-        for i in range(0, len(prompts), self.batch_size):
-            part = prompts[i : i + self.batch_size]
-            if self.decoder is not None:
-                rows = self.decoder.generate(part, max_new_tokens=max_tokens, sampling=sampling,
-                                             stop_ids=self.stop_ids, pad_id=self.tokenizer.pad_token_id)
-            else:
-                rows = self._hf_generate(part, sampling, max_tokens)
-            for p, row in zip(part, rows):
-                self.generated_tokens += len(row)
-                replies.append(Reply(self.tokenizer.decode(row, skip_special_tokens=True), list(p), row))
+        if self.decoder is None:
+            chains = chat_in_rounds(self._generate_batch(sampling, max_tokens), starts, follow)
+        else:
+            calls = [(i, m, prompt_ids(self.tokenizer, m)) for i, m in enumerate(starts)]  # by sequence id
+
+            def then(seq: int, tokens: list[int]) -> list[int] | None:
+                chain, messages, ids = calls[seq]
+                chains[chain].append((messages, self._reply(ids, tokens)))
+                following = follow(chain, chains[chain])
+                if following is None:
+                    return None
+                calls.append((chain, following, prompt_ids(self.tokenizer, following)))
+                return calls[-1][2]
+
+            rows = self.decoder.max_rows(max(len(ids) for _, _, ids in calls) + 2 * max_tokens, self.batch_size)
+            self.decoder.generate([ids for _, _, ids in calls], max_new_tokens=max_tokens, sampling=sampling,
+                                  stop_ids=self.stop_ids, pad_id=self.tokenizer.pad_token_id, then=then, max_rows=rows)
         self.model.train(was_training)
-        return replies
+        return chains
+
+    def _reply(self, prompt: list[int], response: list[int]) -> Reply:
+        self.generated_tokens += len(response)
+        return Reply(self.tokenizer.decode(response, skip_special_tokens=True), list(prompt), response)
+
+    def _generate_batch(self, sampling: Sampling, max_tokens: int):
+        """A chat_batch over transformers' ``generate``, in batches of at most ``batch_size``."""
+
+        def chat_batch(batch: list[list[dict]], **_) -> list[Reply]:
+            prompts = [prompt_ids(self.tokenizer, m) for m in batch]
+            replies = []
+            for i in range(0, len(prompts), self.batch_size):
+                part = prompts[i : i + self.batch_size]
+                replies += [self._reply(p, row) for p, row in zip(part, self._hf_generate(part, sampling, max_tokens))]
+            return replies
+
+        return chat_batch
 
     def _hf_generate(self, prompts: list[list[int]], sampling: Sampling, max_tokens: int) -> list[list[int]]:
         """``transformers``' ``generate`` for architectures the static decoder does not cover."""

@@ -8,9 +8,10 @@ Per step (read top to bottom, as in CleanRL):
    step's episodes when ``train.reward.shuffle`` is on, :mod:`audiobook_rl.compare.control`); rows are grouped by
    task (both calls of all ``n`` episodes, as Agent Lightning's transition rows are grouped by
    ``data_id`` in verl) and get the GRPO advantage (r − mean) / (std + 1e-6);
-3. the log-probs of the rollout policy are computed once; then, per mini-batch, one optimizer step
-   on the token-mean PPO-clip loss (clip 0.2 / 0.3, dual clip 3; no KL in the seed, or
-   ``train.kl_coef`` × the KL to the policy training started from);
+3. per mini-batch, one optimizer step on the token-mean PPO-clip loss (clip 0.2 / 0.3, dual clip 3;
+   no KL in the seed, or ``train.kl_coef`` × the KL to the policy training started from), the ratio
+   taken to the rollout policy's log-probs (the first mini-batch's own, the others' computed before
+   the first step);
 4. every ``test_freq`` steps: greedy validation on the validation set; checkpoints every
    ``save_freq`` steps, at the last step and at each new best validation reward (the best step is
    :func:`audiobook_rl.steps.best_step`: a trained step, never the base policy).
@@ -101,15 +102,20 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
 
     n_mini = max(1, min(settings["mini_batches"], len(rows)))
     size = -(-len(rows) // n_mini)
-    # Mini-batches (one optimizer step each), cut into micro-batches that fit in memory.
-    minis = [[rows[m : min(m + micro, a + size, len(rows))] for m in range(a, min(a + size, len(rows)), micro)]
-             for a in range(0, len(rows), size)]
+    # Mini-batches (one optimizer step each), cut into micro-batches that fit in memory; within a
+    # mini-batch the rows go by length, so that a micro-batch pads to rows of about its own width
+    # (its loss is the token mean over the whole mini-batch: the order does not change it).
+    minis = []
+    for a in range(0, len(rows), size):
+        mini = sorted(rows[a : a + size], key=lambda r: len(r.prompt_ids) + len(r.response_ids))
+        minis.append([mini[m : m + micro] for m in range(0, len(mini), micro)])
     batches = [[pack([r.prompt_ids for r in part], [r.response_ids for r in part], pad_id, device) for part in mini]
                for mini in minis]
 
-    # log π_old: the policy that sampled the rollouts (identical to the current one before any update).
+    # log π_old: the policy that sampled the rollouts. The first mini-batch trains on that policy
+    # itself, so its own forward pass gives them; the others are computed now, before any update.
     with torch.no_grad(), precision(device):
-        old = [[token_logprobs(model, b, temperature) for b in mini] for mini in batches]
+        old = [None] + [[token_logprobs(model, b, temperature) for b in mini] for mini in batches[1:]]
         ref = [[token_logprobs(reference, b, temperature) for b in mini] for mini in batches] if reference is not None else None
 
     model.train()
@@ -117,9 +123,10 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
         optimizer.zero_grad(set_to_none=True)
         tokens = sum(float(b["mask"].sum()) for b in mini_batches)
         total, parts = 0.0, {"kl": 0.0, "clip_frac": 0.0, "dual_clip_frac": 0.0, "ratio_mean": 0.0}
-        for j, (part, batch, old_logp) in enumerate(zip(mini, mini_batches, mini_old)):
+        for j, (part, batch) in enumerate(zip(mini, mini_batches)):
             with precision(device):
                 logp = token_logprobs(model, batch, temperature)
+            old_logp = logp.detach() if mini_old is None else mini_old[j]
             adv = torch.tensor([r.advantage for r in part], dtype=torch.float32, device=device)
             loss, part_stats = ppo_clip_loss(
                 logp, old_logp, adv, batch["mask"],
@@ -181,7 +188,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
     start = ckpt.prepare_run(root, fp)
     model, tokenizer = load_policy(Path(root) / f"step_{start}" if start else base_dir, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"], betas=(0.9, 0.999),
-                                  weight_decay=settings["weight_decay"])
+                                  weight_decay=settings["weight_decay"], fused=device != "cpu")
     if start:
         optimizer.load_state_dict(ckpt.load_state(root, start, device)["optimizer"])
         log.info("resuming from %s/step_%d", root, start)
