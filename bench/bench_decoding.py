@@ -1,16 +1,17 @@
 """The local backend's engine on one GPU: rollout decoding and the GRPO update, against plain transformers.
 
-    python bench/bench_decoding.py [--model DIR] [--batch 32 64] [--prompt-tokens 800] [--new-tokens 768]
+    python bench/bench_decoding.py [--model DIR] [--batch 32 64 128] [--prompt-tokens 800] [--new-tokens 768]
 
 Without ``--model`` it builds a randomly initialised model of Qwen2.5-0.5B's shape (speed does not
 depend on the weights; rows are forced to the full length). Prints:
 
+- step: milliseconds of one decoding step's model part (a graph replay) and of its sampling;
 - decoding: generated tokens/s of :class:`~audiobook_rl.agent.decoding.StaticDecoder` (bf16, CUDA graphs)
   and of ``model.generate`` (bf16, the same sampling), per batch size;
 - exactness: in float32, the share of greedy tokens where the decoder (CUDA graphs included) and
   ``model.generate`` agree, over a few prompts;
-- update: seconds and tokens/s of one GRPO update (old log-probs + 2 mini-batches) on
-  ``--rows`` rows of prompt + response, and its peak memory.
+- update: seconds and tokens/s of one GRPO update (2 mini-batches) on ``--rows`` rows of prompt +
+  response, its peak memory, and a profile: its phases and heaviest kernels.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 
 import torch
 
-from audiobook_rl.agent.decoding import Sampling, StaticDecoder
+from audiobook_rl.agent.decoding import Sampling, StaticDecoder, _Batch, _round
 from audiobook_rl.training.local_grpo import Row, ppo_update
 
 SAMPLING = Sampling(temperature=0.7, top_p=0.95)
@@ -47,16 +48,28 @@ def timed(fn) -> tuple[object, float]:
     return out, time.perf_counter() - started
 
 
-def decode_speed(model, batch: int, prompt_tokens: int, new_tokens: int, vocab: int) -> None:
+def decoder_rate(model, batch: int, prompt_tokens: int, new_tokens: int, vocab: int) -> tuple[float, float]:
+    """Generated tokens/s of the static decoder with ``batch`` full-length rows in flight (prompts of
+    ``prompt_tokens`` − up to 200 tokens), and the seconds of the first call (graph capture)."""
     rng = random.Random(batch)
     prompts = [[rng.randrange(1000, vocab) for _ in range(prompt_tokens - rng.randrange(0, 200))] for _ in range(batch)]
     decoder = StaticDecoder(model)
     run = lambda: decoder.generate(prompts, max_new_tokens=new_tokens, sampling=SAMPLING, stop_ids=set(), pad_id=0)  # noqa: E731
     _, first = timed(run)  # captures the graphs
     out, seconds = timed(run)
-    tokens = sum(len(r) for r in out)
-    print(f"decoder   batch {batch:3d}: {tokens / seconds:8.0f} tok/s ({tokens} tokens in {seconds:.2f} s; first call {first:.2f} s)", flush=True)
+    decoder = None  # frees the cache before the next size
+    torch.cuda.empty_cache()
+    return sum(len(r) for r in out) / seconds, first
 
+
+def decode_speed(model, batch: int, prompt_tokens: int, new_tokens: int, vocab: int, transformers: bool = True) -> None:
+    rate, first = decoder_rate(model, batch, prompt_tokens, new_tokens, vocab)
+    print(f"decoder   batch {batch:3d}: {rate:8.0f} tok/s ({batch * new_tokens} tokens; first call {first:.2f} s)", flush=True)
+    if not transformers:
+        return
+
+    rng = random.Random(batch)
+    prompts = [[rng.randrange(1000, vocab) for _ in range(prompt_tokens - rng.randrange(0, 200))] for _ in range(batch)]
     hf_new = min(new_tokens, 128)  # transformers is slow: a shorter run gives its rate
     bf16 = model.to(torch.bfloat16)
     width = max(len(p) for p in prompts)
@@ -92,6 +105,28 @@ def exactness(model, vocab: int, new_tokens: int = 48) -> None:
     print(f"exactness (float32, greedy): identical prefix {prefix} of {new_tokens} tokens per prompt", flush=True)
 
 
+def step_profile(model, batch: int, span: int, vocab: int, repeats: int = 200) -> None:
+    """Milliseconds of one decoding step at ``batch`` rows attending to about ``span`` slots: the
+    captured graph alone (model, nucleus filter, seeded draw) and the whole step (with the rows'
+    bookkeeping and the check of the nucleus)."""
+    decoder = StaticDecoder(model)
+    prompt = span - repeats - 8
+    decoder._reserve(batch, span)
+    rows = _Batch(decoder, batch, repeats + 8, 0)
+    stops = torch.tensor([-1], device="cuda")
+    rng = random.Random(batch)
+    rows.admit(list(range(batch)), [(i, [rng.randrange(1000, vocab) for _ in range(prompt)], i) for i in range(batch)],
+               SAMPLING, stops)
+    rows.step(SAMPLING, stops)  # captures the graph
+    step = decoder._step_for(batch, min(_round(max(rows.reach)), span), SAMPLING)
+    _, graph_s = timed(lambda: [decoder._run(step) for _ in range(repeats)])
+    _, step_s = timed(lambda: [rows.step(SAMPLING, stops) for _ in range(repeats // 2)])
+    print(f"step      batch {batch:3d}, span {span}: graph (model + draw) {1e3 * graph_s / repeats:.2f} ms, "
+          f"whole step {2e3 * step_s / repeats:.2f} ms", flush=True)
+    decoder = rows = None  # frees the cache before the next size
+    torch.cuda.empty_cache()
+
+
 def update_speed(model, rows: int, prompt_tokens: int, response_tokens: int, vocab: int) -> None:
     rng = random.Random(1)
     data = [Row(f"g{i // 8}", [rng.randrange(1000, vocab) for _ in range(prompt_tokens)],
@@ -104,17 +139,26 @@ def update_speed(model, rows: int, prompt_tokens: int, response_tokens: int, voc
     stats, seconds = timed(lambda: ppo_update(model, optimizer, data, settings, random.Random(0), 0))
     print(f"update: {rows} rows x {prompt_tokens + response_tokens} tokens in {seconds:.2f} s "
           f"({stats['trained_tokens'] / seconds:.0f} tok/s); peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB", flush=True)
+    # Where the update's time goes: its phases (marked in ppo_update) and the heaviest kernels.
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+        ppo_update(model, optimizer, data, settings, random.Random(0), 0)
+        torch.cuda.synchronize()
+    events = prof.key_averages()
+    phases = {e.key: e for e in events if e.key in ("old log-probs", "forward", "backward", "optimizer step")}
+    print("update phases (CPU wall ms, as marked):", ", ".join(f"{k} {e.cpu_time_total / 1e3:.0f}" for k, e in phases.items()), flush=True)
+    print(events.table(sort_by="self_device_time_total", row_limit=12), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
-    parser.add_argument("--batch", type=int, nargs="+", default=[32, 64])
+    parser.add_argument("--batch", type=int, nargs="+", default=[32, 64, 128])
     parser.add_argument("--prompt-tokens", type=int, default=800)
     parser.add_argument("--new-tokens", type=int, default=768)
     parser.add_argument("--rows", type=int, default=64)
     parser.add_argument("--response-tokens", type=int, default=500)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["decode", "exact", "update"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["decode", "exact", "step", "update", "transformers"])
+    parser.add_argument("--span", type=int, default=2048, help="attention span of the step profile")
     args = parser.parse_args()
 
     if args.model:
@@ -129,9 +173,12 @@ def main() -> None:
           f"{torch.cuda.get_device_name()}", flush=True)
     if "exact" not in args.skip:
         exactness(model, vocab)
+    if "step" not in args.skip:
+        for batch in args.batch:
+            step_profile(model, batch, args.span, vocab)
     if "decode" not in args.skip:
         for batch in args.batch:
-            decode_speed(model, batch, args.prompt_tokens, args.new_tokens, vocab)
+            decode_speed(model, batch, args.prompt_tokens, args.new_tokens, vocab, "transformers" not in args.skip)
     if "update" not in args.skip:
         update_speed(model.train(), args.rows, args.prompt_tokens, args.response_tokens, vocab)
 

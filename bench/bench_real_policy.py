@@ -8,14 +8,17 @@ project's slicer and labelled by the rule labeler; disjoint by construction. Set
 config/one_gpu.yaml over config/config.yaml (what a user of that overlay trains with); only the
 step count and the seed change.
 
-Prints, per seed of the local backend: seconds per step, rollout tokens/s (generated tokens over
-rollout time), training tokens/s (prompt + response tokens of the update over its time), peak GPU
-memory, and the held-out score of the base policy and of the final policy (greedy, rubric judge)
-with a paired bootstrap 95 % interval of the difference. Then TRL's GRPOTrainer on the same model,
-data, reward (the rubric judge on the final script of the create → rewrite agent, both calls
-trained, through TRL's ``rollout_func`` with TRL's own ``generate``), batch (8 tasks x 4 episodes x
-2 calls, 2 optimizer steps per batch), loss settings (beta 0, epsilon 0.2 / 0.3, dual clip 3) and
-GPU, without vLLM; and the ratio of step times.
+Prints, per seed of the local backend: the median seconds of its steady steps (the first step,
+which captures the decoder's graphs, apart and shown on its own) with its rollout and update
+parts, the decoding rate inside training (generated tokens over rollout time, judging included),
+update tokens/s (prompt + response tokens over its time), peak GPU memory, and the held-out score
+of the base policy and of the final policy (greedy, rubric judge) with a paired bootstrap 95 %
+interval of the difference; the median over seeds; the decoder's rate at full length with 32, 64
+and 128 rows in flight. Then TRL's GRPOTrainer on the same model, data, reward (the rubric judge on
+the final script of the create → rewrite agent, both calls trained, through TRL's ``rollout_func``
+with TRL's own ``generate``), batch (8 tasks x 4 episodes x 2 calls, 2 optimizer steps per batch),
+loss settings (beta 0, epsilon 0.2 / 0.3, dual clip 3) and GPU, without vLLM: the median of its
+steady steps, and the ratio of the two steady medians.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from audiobook_rl.labeling.rules import RuleLabeler
 from audiobook_rl.policy.model import load_policy
 from audiobook_rl.training import checkpoints as ckpt
 from audiobook_rl.training.local_grpo import train_local
+from bench_decoding import decoder_rate
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_NOVEL = REPO / "corpus" / "story.txt"  # the README's figures: --novel 水浒传 (see its "Data" note)
@@ -116,16 +120,19 @@ def run_ours(model_dir: Path, rows: dict, train: dict, steps: int, seed: int, wo
                 str(model_dir), str(root), f"bench-{seed}", device)
     wall = time.monotonic() - started
     metrics = [m for m in ckpt.read_metrics(root) if m["step"] > 0]
+    steady = metrics[1:] or metrics  # the first step (graph capture, allocator warm-up) apart
     return {
         "seed": seed,
         "wall_s": wall,
         # a step = its rollouts (judged) + its update; wall_per_step_s adds validation and checkpoints
-        "step_s": statistics.fmean(m["rollout_seconds"] + m["update_seconds"] for m in metrics),
+        "first_step_s": metrics[0]["rollout_seconds"] + metrics[0]["update_seconds"],
+        "step_s": statistics.median(m["rollout_seconds"] + m["update_seconds"] for m in steady),
         "wall_per_step_s": wall / steps,
-        "rollout_s": statistics.fmean(m["rollout_seconds"] for m in metrics),
-        "update_s": statistics.fmean(m["update_seconds"] for m in metrics),
-        "rollout_tok_s": sum(m["generated_tokens"] for m in metrics) / sum(m["rollout_seconds"] for m in metrics),
-        "train_tok_s": statistics.fmean(m["train_tokens_per_s"] for m in metrics),
+        "rollout_s": statistics.median(m["rollout_seconds"] for m in steady),
+        "update_s": statistics.median(m["update_seconds"] for m in steady),
+        # decoding inside training: the step's generated tokens over its rollout time (judging included)
+        "rollout_tok_s": statistics.median(m["generated_tokens"] / m["rollout_seconds"] for m in steady),
+        "train_tok_s": statistics.median(m["train_tokens_per_s"] for m in steady),
         "peak_gb": peak_gb(device),
         "train_reward": [round(m["train_reward"], 4) for m in metrics],
         "train_json_valid": [round(m["train_json_valid"], 3) for m in metrics],
@@ -213,8 +220,9 @@ def run_trl(model_dir: Path, rows: dict, train: dict, steps: int, seed: int, wor
     times = [b - a for a, b in zip(ends, ends[1:])]
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     return {
-        "seed": seed, "steps": len(times), "step_s": statistics.fmean(times), "step_s_all": [round(t, 2) for t in times],
-        "peak_gb": peak_gb(device), "train_reward": [round(r, 4) for r in rewards],
+        "seed": seed, "steps": len(times), "first_step_s": times[0],
+        "step_s": statistics.median(times[1:] or times),  # steady steps: the first (model load, warm-up) apart
+        "step_s_all": [round(t, 2) for t in times], "peak_gb": peak_gb(device), "train_reward": [round(r, 4) for r in rewards],
     }
 
 
@@ -228,7 +236,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="default: train.total_steps of the overlay")
     parser.add_argument("--max-tokens", type=int, default=None, help="override rollout.max_tokens (dry runs only)")
     parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
-    parser.add_argument("--trl-steps", type=int, default=4, help="0 = skip TRL")
+    parser.add_argument("--trl-steps", type=int, default=4, help="0 = skip TRL (its first step is apart: give 3 or more)")
+    parser.add_argument("--full-length", type=int, nargs="*", default=[32, 64, 128],
+                        help="rows in flight for the decoding rate at full length (none: skip)")
     parser.add_argument("--out", type=Path, default=None, help="write every figure as JSON here")
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the bench itself on a small model")
     args = parser.parse_args()
@@ -261,19 +271,36 @@ def main() -> None:
             mean, lo, hi = paired_interval(base, r["final_heldout"], seed=seed)
             r["gain"], r["gain_ci"] = mean, [lo, hi]
             ours.append(r)
-            print(f"ours seed {seed}: {r['step_s']:.2f} s/step (rollout {r['rollout_s']:.2f} s, update {r['update_s']:.2f} s; "
-                  f"{r['wall_per_step_s']:.2f} s with validation and checkpoints); "
-                  f"rollout {r['rollout_tok_s']:.0f} tok/s; training {r['train_tok_s']:.0f} tok/s; peak {r['peak_gb']:.1f} GiB; "
+            print(f"ours seed {seed}: steady step {r['step_s']:.2f} s median (rollout {r['rollout_s']:.2f} s, update "
+                  f"{r['update_s']:.2f} s; first step {r['first_step_s']:.2f} s; {r['wall_per_step_s']:.2f} s with validation "
+                  f"and checkpoints); decoding in training {r['rollout_tok_s']:.0f} tok/s; update {r['train_tok_s']:.0f} tok/s; "
+                  f"peak {r['peak_gb']:.1f} GiB; "
                   f"train reward {r['train_reward'][0]:.3f} -> {r['train_reward'][-1]:.3f}; held-out "
                   f"{statistics.fmean(base):.3f} -> {statistics.fmean(r['final_heldout']):.3f}, "
                   f"gain {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]", flush=True)
         results["ours"] = ours
+        ran = [r for r in ours if "step_s" in r]
+        if ran:
+            ours_step = statistics.median(r["step_s"] for r in ran)
+            print(f"ours, {len(ran)} seeds: steady step {ours_step:.2f} s (median of the seeds' medians; "
+                  f"{', '.join(format(r['step_s'], '.2f') for r in ran)}); decoding in training "
+                  f"{statistics.median(r['rollout_tok_s'] for r in ran):.0f} tok/s", flush=True)
+        if args.device == "cuda" and args.full_length:
+            model, _ = load_policy(args.model, args.device)
+            results["full_length_tok_s"] = {}
+            for batch in args.full_length:
+                rate, _ = decoder_rate(model, batch, 800, train["rollout"]["max_tokens"], model.config.vocab_size)
+                results["full_length_tok_s"][batch] = rate
+                print(f"decoding at full length ({train['rollout']['max_tokens']} tokens), {batch} rows in flight: "
+                      f"{rate:.0f} tok/s", flush=True)
+            del model
+            torch.cuda.empty_cache()
         if args.trl_steps:
             trl = run_trl(args.model, rows, train, args.trl_steps, args.seeds[0], Path(tmp), args.device)
             results["trl"] = trl
-            ours_step = statistics.fmean(r["step_s"] for r in ours if "step_s" in r)
-            print(f"TRL seed {trl['seed']}: {trl['step_s']:.2f} s/step over {trl['steps']} steps {trl['step_s_all']}; "
-                  f"peak {trl['peak_gb']:.1f} GiB; ours / TRL step time = {ours_step / trl['step_s']:.2f}", flush=True)
+            ratio = f"; ours / TRL steady step = {ours_step / trl['step_s']:.3f}" if ran else ""
+            print(f"TRL seed {trl['seed']}: steady step {trl['step_s']:.2f} s median (first {trl['first_step_s']:.2f} s; "
+                  f"all {trl['step_s_all']}); peak {trl['peak_gb']:.1f} GiB{ratio}", flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
 

@@ -75,9 +75,14 @@ def sample(logits: torch.Tensor, sampling: Sampling, seeds: torch.Tensor | None 
         return logits.argmax(dim=-1)
     values, order = candidates(logits, sampling)
     if seeds is None:
-        drawn = torch.multinomial(torch.softmax(values, dim=-1), 1)
-    else:
-        drawn = (values + gumbel(seeds, counters, values.shape[-1])).argmax(dim=-1, keepdim=True)
+        drawn = torch.multinomial(torch.softmax(values, dim=-1), 1).squeeze(-1)
+        return drawn if order is None else order.gather(-1, drawn.unsqueeze(-1)).squeeze(-1)
+    return draw(values, order, seeds, counters)
+
+
+def draw(values: torch.Tensor, order: torch.Tensor | None, seeds: torch.Tensor, counters: torch.Tensor) -> torch.Tensor:
+    """The seeded Gumbel-max draw from filtered logits (see :func:`candidates`): token ids, one per row."""
+    drawn = (values + gumbel(seeds, counters, values.shape[-1])).argmax(dim=-1, keepdim=True)
     return drawn.squeeze(-1) if order is None else order.gather(-1, drawn).squeeze(-1)
 
 
@@ -89,21 +94,34 @@ def candidates(logits: torch.Tensor, sampling: Sampling) -> tuple[torch.Tensor, 
     vocabulary only when some row's candidates hold less than ``top_p`` of its probability: the
     result is the same, without sorting 150,000 logits per row at every step.
     """
+    values, order, covered = first_candidates(logits, sampling)
+    if covered is not None and not bool(covered.all()):
+        scaled = logits.float() / sampling.temperature
+        values, order = torch.sort(scaled, dim=-1, descending=True)
+        values = _nucleus(values, torch.softmax(values, dim=-1), sampling.top_p)
+    return values, order
+
+
+def first_candidates(logits: torch.Tensor, sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """:func:`candidates` from the ``CANDIDATES`` most likely tokens alone, without a sync (so that a
+    CUDA graph can hold it), and per row whether those held ``top_p`` of its probability (None: no
+    nucleus filter needs more than them). Rows where they did not need :func:`candidates` itself."""
     logits = logits.float() / sampling.temperature
     vocab = logits.shape[-1]
     top_k = sampling.top_k if 0 < sampling.top_k < vocab else 0
     if sampling.top_p >= 1.0:
-        return torch.topk(logits, top_k, dim=-1) if top_k else (logits, None)
+        values, order = torch.topk(logits, top_k, dim=-1) if top_k else (logits, None)
+        return values, order, None
     values, order = torch.topk(logits, top_k or min(CANDIDATES, vocab), dim=-1)  # most likely first
     if top_k:
-        probs = torch.softmax(values, dim=-1)  # top-p among the top-k, renormalised
-    else:
-        probs = torch.exp(values - torch.logsumexp(logits, dim=-1, keepdim=True))
-        if not bool((probs.sum(dim=-1) >= sampling.top_p).all()):
-            values, order = torch.sort(logits, dim=-1, descending=True)
-            probs = torch.softmax(values, dim=-1)
-    # Keep the most likely tokens until their mass reaches top_p (the first one always).
-    return values.masked_fill(probs.cumsum(dim=-1) - probs > sampling.top_p, float("-inf")), order
+        return _nucleus(values, torch.softmax(values, dim=-1), sampling.top_p), order, None  # top-p among the top-k
+    probs = torch.exp(values - torch.logsumexp(logits, dim=-1, keepdim=True))
+    return _nucleus(values, probs, sampling.top_p), order, probs.sum(dim=-1) >= sampling.top_p
+
+
+def _nucleus(values: torch.Tensor, probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Keep the most likely tokens (sorted first) until their mass reaches ``top_p`` (the first one always)."""
+    return values.masked_fill(probs.cumsum(dim=-1) - probs > top_p, float("-inf"))
 
 
 class _Layer:
@@ -187,20 +205,21 @@ class StaticDecoder:
     # -- the model ----------------------------------------------------------------------------
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        # As Qwen2RMSNorm: normalise in float32, cast back, then scale.
-        return weight * F.rms_norm(x.float(), x.shape[-1:], eps=self.eps).to(x.dtype)
+        # Qwen2RMSNorm in one kernel: it normalises in float32 too, and rounds once where
+        # transformers rounds twice (after normalising, after scaling); the same in float32.
+        return F.rms_norm(x, x.shape[-1:], weight, eps=self.eps)
 
     def _rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin (B × T × head_dim) for integer ``positions`` (B × T), as Qwen2's rotary embedding."""
+        """cos and signed sin (B × T × head_dim) for integer ``positions`` (B × T), as Qwen2's rotary
+        embedding: ``x·cos + rotate_half(x)·sin`` is ``x·cos + roll(x)·signed`` (see :meth:`_rotate`)."""
         freqs = positions.float().unsqueeze(-1) * self.inv_freq
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(self.dtype), emb.sin().to(self.dtype)
+        cos, sin = freqs.cos(), freqs.sin()
+        return torch.cat((cos, cos), dim=-1).to(self.dtype), torch.cat((-sin, sin), dim=-1).to(self.dtype)
 
     @staticmethod
-    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        half = x.shape[-1] // 2
-        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-        return x * cos + rotated * sin
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+        # rotate_half(x) = (-x2, x1) = roll(x, half) · (-1, 1): three kernels instead of five
+        return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, dims=-1), signed_sin)
 
     def _forward(self, tokens: torch.Tensor, positions: torch.Tensor, attend) -> torch.Tensor:
         """Hidden states after the final norm for ``tokens`` (B × T) at ``positions`` (B × T).
@@ -258,7 +277,9 @@ class StaticDecoder:
         b, span = step.tokens.shape[0], step.span
         kv, groups, dim = self.n_kv, self.n_heads // self.n_kv, self.head_dim
         rows = self.row_ids[:b]
+        # Each row attends to its slots up to its own: an additive mask, made once for all layers.
         visible = self.slot_ids[:span] <= step.pos.unsqueeze(1)  # B × span
+        bias = torch.zeros(visible.shape, dtype=self.dtype, device=self.device).masked_fill_(~visible, float("-inf"))
 
         def attend(i, q, k, v):
             self.k_cache[i][rows, :, step.pos] = k[:, :, 0]
@@ -266,7 +287,7 @@ class StaticDecoder:
             # Grouped-query attention without copying the cache: the query heads that share a
             # key/value head become that head's query rows (one position, one mask row).
             out = F.scaled_dot_product_attention(q.reshape(b, kv, groups, dim), self.k_cache[i][:b, :, :span],
-                                                 self.v_cache[i][:b, :, :span], attn_mask=visible[:, None, None, :])
+                                                 self.v_cache[i][:b, :, :span], attn_mask=bias[:, None, None, :])
             return out.reshape(b, groups * kv, 1, dim)
 
         hidden = self._forward(step.tokens, step.pos.unsqueeze(1), attend)
@@ -310,21 +331,28 @@ class StaticDecoder:
 
     # -- one decoding step ---------------------------------------------------------------------
 
-    def _step_for(self, batch: int, span: int) -> _Step:
+    def _step_for(self, batch: int, span: int, sampling: Sampling) -> _Step:
         """The static inputs of one decoding-step shape (and, once run on CUDA, its captured graph)."""
-        key = (batch, span)
+        key = (batch, span, sampling)
         if key not in self._graphs:
-            self._graphs[key] = _Step(
-                tokens=torch.zeros((batch, 1), dtype=torch.long, device=self.device),
-                pos=torch.zeros((batch,), dtype=torch.long, device=self.device),
-                span=span,
-            )
+            zeros = lambda *shape: torch.zeros(shape, dtype=torch.long, device=self.device)  # noqa: E731
+            self._graphs[key] = _Step(tokens=zeros(batch, 1), pos=zeros(batch), seeds=zeros(batch),
+                                      counters=zeros(batch), span=span, sampling=sampling)
         return self._graphs[key]
 
-    def _run(self, step: _Step) -> torch.Tensor:
+    def _decode_and_draw(self, step: _Step) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The step's logits, each row's next token drawn from its first candidates, and per row whether
+        those sufficed (None: they always do; see :func:`first_candidates`)."""
+        logits = self._decode(step)
+        if step.sampling.temperature <= 0:
+            return logits, logits.argmax(dim=-1), None
+        values, order, covered = first_candidates(logits, step.sampling)
+        return logits, draw(values, order, step.seeds, step.counters), covered
+
+    def _run(self, step: _Step) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Run a step whose inputs are set: eagerly, or by replaying its graph (captured on first use)."""
         if not self.use_graphs:
-            return self._decode(step)
+            return self._decode_and_draw(step)
         if step.graph is None:
             # Warm up on a side stream, then capture, as CUDA graphs require. Warming up runs the
             # step for real on its current inputs: it writes the same keys and values again.
@@ -332,13 +360,13 @@ class StaticDecoder:
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
                 for _ in range(2):
-                    self._decode(step)
+                    self._decode_and_draw(step)
             torch.cuda.current_stream().wait_stream(stream)
             step.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(step.graph):
-                step.logits = self._decode(step)
+                step.outputs = self._decode_and_draw(step)
         step.graph.replay()
-        return step.logits
+        return step.outputs
 
     # -- decoding -----------------------------------------------------------------------------
 
@@ -397,13 +425,17 @@ def _round(length: int) -> int:
 
 @dataclass
 class _Step:
-    """Static inputs (and, on CUDA, the captured graph and its output) of one decoding-step shape."""
+    """Static inputs (and, on CUDA, the captured graph and its outputs) of one decoding-step shape:
+    each row's token, its slot, its sampling seed and how many tokens it has drawn."""
 
     tokens: torch.Tensor
     pos: torch.Tensor
+    seeds: torch.Tensor
+    counters: torch.Tensor
     span: int
+    sampling: Sampling
     graph: object = None
-    logits: torch.Tensor | None = None
+    outputs: tuple | None = None
 
 
 class _Batch:
@@ -453,10 +485,14 @@ class _Batch:
         """Every row feeds its token and draws the next; rows that have ended stay as they are."""
         decoder = self.decoder
         span = min(_round(max(self.reach)), decoder._capacity[1])
-        step = decoder._step_for(len(self.owner), span)
+        step = decoder._step_for(len(self.owner), span, sampling)
         step.tokens.copy_(self.tokens.unsqueeze(1))
         step.pos.copy_(self.pos)
-        drawn = sample(decoder._run(step), sampling, self.seed, self.count)
+        step.seeds.copy_(self.seed)
+        step.counters.copy_(self.count)
+        logits, drawn, covered = decoder._run(step)
+        if covered is not None and not bool(covered.all()):
+            drawn = sample(logits, sampling, self.seed, self.count)  # some row's nucleus is wider: sort
         going = ~self.done
         rows = decoder.row_ids[: len(self.owner)]
         at = self.count.clamp(max=self.max_new - 1)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.profiler import record_function
 
 from .. import gpus
 from ..agent.episode import AgentPrompts, run_episodes
@@ -114,7 +115,7 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
 
     # log π_old: the policy that sampled the rollouts. The first mini-batch trains on that policy
     # itself, so its own forward pass gives them; the others are computed now, before any update.
-    with torch.no_grad(), precision(device):
+    with torch.no_grad(), precision(device), record_function("old log-probs"):
         old = [None] + [[token_logprobs(model, b, temperature) for b in mini] for mini in batches[1:]]
         ref = [[token_logprobs(reference, b, temperature) for b in mini] for mini in batches] if reference is not None else None
 
@@ -124,7 +125,7 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
         tokens = sum(float(b["mask"].sum()) for b in mini_batches)
         total, parts = 0.0, {"kl": 0.0, "clip_frac": 0.0, "dual_clip_frac": 0.0, "ratio_mean": 0.0}
         for j, (part, batch) in enumerate(zip(mini, mini_batches)):
-            with precision(device):
+            with precision(device), record_function("forward"):
                 logp = token_logprobs(model, batch, temperature)
             old_logp = logp.detach() if mini_old is None else mini_old[j]
             adv = torch.tensor([r.advantage for r in part], dtype=torch.float32, device=device)
@@ -140,7 +141,8 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
                 part_stats["kl"] = kl.item()
             # Token-mean over the whole mini-batch: weight each micro-batch by its share of tokens.
             share = float(batch["mask"].sum()) / tokens
-            (loss * share).backward()
+            with record_function("backward"):
+                (loss * share).backward()
             total += loss.item() * share
             for k in parts:
                 parts[k] += part_stats[k] * share
@@ -152,7 +154,8 @@ def ppo_update(model, optimizer, rows: list[Row], settings: dict, rng: random.Ra
                         grad_norm, total, len(bad), bad[:3])
             stats["skipped_updates"].append(1.0)
             continue
-        optimizer.step()
+        with record_function("optimizer step"):
+            optimizer.step()
         stats["skipped_updates"].append(0.0)
         stats["loss"].append(total)
         stats["grad_norm"].append(grad_norm)
