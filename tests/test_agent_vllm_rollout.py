@@ -88,6 +88,7 @@ class FakeLLM:
 
     def __init__(self, text_tokenizer, **engine):
         self.tokenizer, self.engine, self.model, self.events, self.requests = text_tokenizer, engine, FakeEngineModel(), [], []
+        self.llm_engine = SimpleNamespace(engine_core=SimpleNamespace(shutdown=lambda: self.events.append("shutdown")))
 
     def apply_model(self, fn):
         self.events.append("load")
@@ -191,6 +192,15 @@ def test_each_request_has_its_own_seed_so_a_group_samples_different_replies(fake
     assert rollout.generated_tokens == 6 * len(reply.response_ids)
     greedy = rollout.chat_batch([prompts.create_messages(task.text)], temperature=0.0, max_tokens=8)
     assert greedy[0].text == "draft" and "seed" not in built[0].requests[-1][0][1].kwargs
+
+
+def test_close_ends_the_engine_and_its_process_group(fake_vllm, monkeypatch):
+    built, tokenizer = fake_vllm
+    monkeypatch.setitem(sys.modules, "vllm.distributed", SimpleNamespace())
+    monkeypatch.setitem(sys.modules, "vllm.distributed.parallel_state", SimpleNamespace(
+        cleanup_dist_env_and_memory=lambda: built[0].events.append("cleanup")))
+    VLLMRollout(tiny_qwen(True), "/m", tokenizer).close()
+    assert built[0].events[-2:] == ["shutdown", "cleanup"]
 
 
 def test_missing_vllm_is_one_sentence(monkeypatch):

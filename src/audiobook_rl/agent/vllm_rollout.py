@@ -21,6 +21,8 @@ How, in vLLM 0.26 (the version that matches the GPU image's torch 2.11):
 
 vLLM takes ``memory_share`` of the GPU's whole memory (weights, activations, KV cache), which must
 be free when the engine starts: build it after the policy, before the optimizer's state grows.
+Running in this process, the engine also seeds this process's random generators with ``seed`` and
+starts a one-process ``torch.distributed`` group, which :meth:`VLLMRollout.close` ends.
 """
 
 from __future__ import annotations
@@ -116,9 +118,9 @@ class VLLMRollout:
         self.llm.reset_prefix_cache()
 
     def close(self) -> None:
-        """End the engine and free its GPU memory (it runs in this process)."""
-        engine = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
-        if engine is not None:
-            engine.shutdown()
+        """End the engine, its process group and its GPU memory (it runs in this process)."""
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        self.llm.llm_engine.engine_core.shutdown()
         del self.llm
-        torch.cuda.empty_cache()
+        cleanup_dist_env_and_memory()
