@@ -77,10 +77,9 @@ def greedy_texts(rollout: VLLMRollout, messages: list[list[dict]]) -> list[str]:
 @torch.no_grad()
 def perturb(model, scale: float, seed: int) -> None:
     """Add Gaussian noise of ``scale`` x each parameter's spread, in place (a stand-in for an update)."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    torch.manual_seed(seed)
     for p in model.parameters():
-        noise = torch.randn(p.shape, generator=gen).to(p.device, p.dtype)
-        p.add_(noise * scale * p.float().std().clamp_min(1e-3))
+        p.add_(torch.randn_like(p) * scale * p.float().std().clamp_min(1e-3))
 
 
 @torch.no_grad()
