@@ -16,8 +16,8 @@ How, in vLLM 0.26 (the version that matches the GPU image's torch 2.11):
   old weights, and a GRPO group repeats its prompt.
 - With ``sleep_mode``, :meth:`sleep` hands the KV cache back to the trainer during the update
   (level 1: weights offloaded to CPU, cache discarded) and :meth:`sync_weights` wakes the weights,
-  overwrites them and then reallocates the cache. Level 2 would skip the CPU copy but leaves
-  tensors besides parameters and buffers uninitialised (vLLM issue 29341).
+  overwrites them and then reallocates the cache. Level 2 would skip the CPU copy, but vLLM has
+  been seen to give garbled outputs after a level-2 wake-up even with all weights reloaded.
 
 vLLM takes ``memory_share`` of the GPU's whole memory (weights, activations, KV cache), which must
 be free when the engine starts: build it after the policy, before the optimizer's state grows.
