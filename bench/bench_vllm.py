@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -169,6 +170,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write every figure as JSON here")
     parser.add_argument("--dry-run", action="store_true", help="CPU: build the data and prompts, start nothing")
     args = parser.parse_args()
+    # vLLM 0.26 otherwise samples with FlashInfer, which the GPU image lacks (an ImportError at the first batch)
+    os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
 
     config = settings_of_overlay()
     train, generate = config["train"], dict(config["generate"], temperature=0.0)
