@@ -241,19 +241,24 @@ def main() -> None:
                         help="rows in flight for the decoding rate at full length (none: skip)")
     parser.add_argument("--out", type=Path, default=None, help="write every figure as JSON here")
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the bench itself on a small model")
+    parser.add_argument("--engine", default=None, choices=["auto", "decoder", "vllm"],
+                        help="train.rollout.engine of the local backend (default: the overlay's)")
     args = parser.parse_args()
 
     config = settings_of_overlay()
     train = config["train"]
     if args.max_tokens:
         train["rollout"]["max_tokens"] = args.max_tokens
+    if args.engine:
+        train["rollout"]["engine"] = args.engine
     steps = args.steps or train["total_steps"]
     rows = build_rows(args.novel, args.n_train, args.n_val, args.data_seed)
     judge = reward_judge(train)
     print(f"model {args.model}; {len(rows['train'])} train / {len(rows['val'])} held-out excerpts of {args.novel.name}; "
           f"{steps} steps; batch {train['train_batch_size']} x {train['rollout']['n']}; "
           f"rollout T {train['rollout']['temperature']} top_p {train['rollout']['top_p']} max_tokens {train['rollout']['max_tokens']}; "
-          f"lr {train['lr']}; {torch.cuda.get_device_name() if args.device == 'cuda' else 'CPU'}", flush=True)
+          f"lr {train['lr']}; rollout engine {train['rollout']['engine']}; "
+          f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'CPU'}; {time.strftime('%Y-%m-%d')}", flush=True)
     results: dict = {"settings": {"steps": steps, "train": train, "n_train": len(rows["train"]), "n_val": len(rows["val"])}}
     base = heldout_scores(args.model, rows["val"], train, judge, args.device)
     results["base_heldout"] = base

@@ -231,3 +231,17 @@ def test_training_with_kl_logs_it_and_the_voices(setup, tmp_path):
         assert m["kl"] >= 0.0  # the loss term itself is checked above; this tiny policy earns no reward to move by
         assert {"train_voice", "train_voice_narration", "train_voice_quotes"} <= set(m)
     assert "val_voice" in lines[0]
+
+
+def test_the_rollout_engine_is_the_decoder_on_a_cpu_and_vllm_asks_for_a_gpu(setup):
+    from audiobook_rl.agent.hf_chat import HFChat
+    from audiobook_rl.policy.model import load_policy
+    from audiobook_rl.training.local_grpo import rollout_client
+
+    base, _ = setup
+    model, tok = load_policy(base / "step_0")
+    settings = copy.deepcopy(TINY_TRAIN)
+    assert isinstance(rollout_client(model, tok, str(base / "step_0"), settings, "cpu"), HFChat)  # auto
+    settings["rollout"]["engine"] = "vllm"
+    with pytest.raises(UserError, match=r"train.rollout.engine is vllm, which needs a GPU"):
+        rollout_client(model, tok, str(base / "step_0"), settings, "cpu")

@@ -24,7 +24,7 @@ TINY_POLICY = {
 
 TINY_TRAIN = {
     "backend": "local", "seed": 3, "total_steps": 3, "train_batch_size": 2,
-    "rollout": {"n": 2, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 12}, "val_temperature": 0.0,
+    "rollout": {"n": 2, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 12, "engine": "auto"}, "val_temperature": 0.0,
     "lr": 0.001, "weight_decay": 0.0, "clip_ratio_low": 0.2, "clip_ratio_high": 0.3, "clip_ratio_c": 3.0, "kl_coef": 0.0, "norm_adv_by_std": True,
     "mini_batches": 2, "micro_batch_size": 3, "grad_clip": 1.0, "generate_batch_size": 8,
     "test_freq": 2, "save_freq": 2, "reward": {"backend": "rubric", "shuffle": False},

@@ -58,8 +58,8 @@ class VLLMRollout:
 
     ``model_dir`` is the directory ``model`` was loaded from (vLLM reads its config and starting
     weights there); ``tokenizer`` renders prompts exactly as :class:`~.hf_chat.HFChat` does.
-    Sampling is seeded per request (``seed`` + the request's number), so the samples of a group
-    differ and a run repeats whatever the batch sizes.
+    Sampling is seeded per request from the global generator, so the samples of a group differ and
+    a run seeded alike repeats.
     """
 
     def __init__(self, model, model_dir: str, tokenizer, *, memory_share: float = 0.3, max_model_len: int = 8192,
@@ -68,6 +68,8 @@ class VLLMRollout:
             raise UserError(NO_VLLM)
         # the engine must live in this process: see the module's docstring
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        if installed("flashinfer-python") is None:  # else vLLM 0.26 imports it for its sampler
+            os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
         import vllm
 
         self.model, self.tokenizer, self.seed = model, tokenizer, seed
@@ -76,7 +78,6 @@ class VLLMRollout:
                             gpu_memory_utilization=memory_share, max_model_len=max_model_len,
                             enforce_eager=enforce_eager, enable_sleep_mode=sleep_mode)
         self.sleep_mode, self.asleep = sleep_mode, False
-        self.requests = 0  # numbers the requests: each one's seed
         self.generated_tokens = 0
         self.sync_weights()  # the policy in memory may differ from its directory (a resumed run)
 
@@ -88,10 +89,10 @@ class VLLMRollout:
         if self.asleep:
             raise RuntimeError("the vLLM engine is asleep: call sync_weights() after sleep()")
         prompts = [prompt_ids(self.tokenizer, m) for m in batch]
-        params = [self.sampling_params_cls(**sampling_args(temperature, max_tokens, self.seed + self.requests + i,
-                                                           top_p, top_k))
-                  for i in range(len(prompts))]
-        self.requests += len(prompts)
+        # One seed per request from the global generator (seeded per training step): a group's
+        # samples differ, and a resumed run draws what the uninterrupted one drew.
+        seeds = torch.randint(0, 2**31, (len(prompts),)).tolist()
+        params = [self.sampling_params_cls(**sampling_args(temperature, max_tokens, seed, top_p, top_k)) for seed in seeds]
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
         replies = [_reply(p, o) for p, o in zip(prompts, outputs)]
         self.generated_tokens += sum(len(r.response_ids) for r in replies)

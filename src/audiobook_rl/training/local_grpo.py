@@ -45,6 +45,7 @@ from ..judging.diversity import diversity
 from ..judging.voice import task_voices
 from ..policy.logprobs import pack, precision, token_logprobs
 from ..policy.model import load_policy
+from ..preflight import installed
 from ..script import parse_script
 from ..steps import best_step
 from . import TrainingJob
@@ -53,6 +54,8 @@ from .collapse import ADVICE, collapse
 from .grpo import group_advantages, kl_low_var, ppo_clip_loss
 
 log = logging.getLogger(__name__)
+
+TESTED_VLLM = "0.26."  # the vLLM that rollouts beside the policy have run with (engine: auto picks no other)
 
 
 @dataclass
@@ -187,7 +190,6 @@ def validate(client, tasks, prompts, judge, settings) -> dict:
 def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, judge, base_dir: str, root: str,
                 fp: str, device: str = "cpu") -> dict:
     """Train from ``base_dir`` (or resume under ``root``); return the run summary."""
-    total = settings["total_steps"]
     start = ckpt.prepare_run(root, fp)
     model, tokenizer = load_policy(Path(root) / f"step_{start}" if start else base_dir, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"], betas=(0.9, 0.999),
@@ -199,7 +201,36 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
     if settings["kl_coef"] > 0:  # the policy training started from, frozen (also after a resume)
         reference, _ = load_policy(base_dir, device)
         reference.eval().requires_grad_(False)
-    client = HFChat(model, tokenizer, batch_size=settings["generate_batch_size"])
+    client = rollout_client(model, tokenizer, base_dir, settings, device)
+    try:
+        return _train(model, tokenizer, optimizer, reference, client, train_rows, val_rows, prompts, settings, judge,
+                      root, start, device)
+    finally:
+        client.close()
+
+
+def rollout_client(model, tokenizer, model_dir: str, settings: dict, device: str):
+    """What rollouts and validation decode with (``train.rollout.engine``): the static decoder, or
+    vLLM beside the policy on its GPU."""
+    engine = settings["rollout"]["engine"]
+    if engine == "auto":
+        engine = "vllm" if device != "cpu" and (installed("vllm") or "").startswith(TESTED_VLLM) else "decoder"
+    if engine == "vllm":
+        if device == "cpu":
+            raise UserError("train.rollout.engine is vllm, which needs a GPU: give train_grpo one "
+                            "(resources.train_grpo.gpu: 1) or set train.rollout.engine: decoder.")
+        from ..agent.vllm_rollout import VLLMRollout
+
+        log.info("rollouts on vLLM %s beside the policy", installed("vllm"))
+        return VLLMRollout(model, model_dir, tokenizer, seed=settings["seed"])
+    log.info("rollouts on the static decoder (up to %d conversations at once)", settings["generate_batch_size"])
+    return HFChat(model, tokenizer, batch_size=settings["generate_batch_size"])
+
+
+def _train(model, tokenizer, optimizer, reference, client, train_rows, val_rows, prompts, settings, judge, root: str,
+           start: int, device: str) -> dict:
+    """The steps of :func:`train_local` from ``start`` on (the module's docstring reads them)."""
+    total = settings["total_steps"]
     train_tasks = [Task.from_row(r) for r in train_rows]
     val_tasks = [Task.from_row(r) for r in val_rows]
     rollout = settings["rollout"]
@@ -239,6 +270,8 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
         # 3. PPO-clip update
         t1 = time.monotonic()
         stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id, reference)
+        if hasattr(client, "sync_weights"):  # vLLM holds its own copy (the decoder copies at every call)
+            client.sync_weights()
         update_seconds = time.monotonic() - t1
 
         # The metrics are the judge's rewards (a permutation moves neither their mean nor their spread).
