@@ -21,11 +21,10 @@ def inputs(rule: str, **sections) -> set[str]:
 
 def test_training_runs_the_configured_backend_and_reward_only():
     local = inputs("train_grpo")
-    # rollouts on the decoder or on vLLM beside the policy (train.rollout.engine), which reuses the
-    # vllm backend's sampling arguments
+    # rollouts on the decoder or on vLLM beside the policy (train.rollout.engine)
     assert {"training/local_grpo.py", "judging/rubric.py", "agent/hf_chat.py", "agent/vllm_rollout.py"} <= local
     assert not local & {"training/verl/backend.py", "training/verl/config.py", "agent/lightning.py",
-                        "judging/llm_judge.py", "labeling/rules.py"}
+                        "agent/vllm_chat.py", "judging/llm_judge.py", "labeling/rules.py"}
     verl = inputs("train_grpo", train={"backend": "verl"})
     assert {"training/verl/backend.py", "training/verl/config.py", "agent/lightning.py"} <= verl
     assert "training/local_grpo.py" not in verl

@@ -23,6 +23,7 @@ from ..errors import UserError
 from ..policy.tokenizer import prompt_ids
 from ..preflight import check_vllm
 from .episode import Reply
+from .vllm_sampling import reply as _reply, sampling_args  # noqa: F401 (sampling_args: part of this module's API)
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +42,6 @@ def engine_args(model_dir: str, settings: dict) -> dict:
         "seed": settings["seed"],
         "trust_remote_code": False,
     }
-
-
-def sampling_args(temperature: float, max_tokens: int, seed: int | None, top_p: float = 1.0, top_k: int = 0) -> dict:
-    """Keyword arguments of ``vllm.SamplingParams``: greedy at temperature 0, else sampling with the
-    nucleus and top-k filters (vLLM writes "no top-k" as -1, this project as 0)."""
-    args = {"temperature": float(temperature), "max_tokens": int(max_tokens), "n": 1, "top_p": float(top_p),
-            "top_k": int(top_k) if top_k > 0 else -1}
-    if temperature > 0 and seed is not None:
-        args["seed"] = int(seed)  # per-request seed: same outputs whatever the batch composition
-    return args
 
 
 class VLLMChat:
@@ -82,14 +73,6 @@ class VLLMChat:
         engine = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
         if engine is not None:
             engine.shutdown()
-
-
-def _reply(prompt: list[int], output) -> Reply:
-    """A :class:`Reply` from one ``vllm.RequestOutput`` (its first completion)."""
-    completion = output.outputs[0]
-    if completion.finish_reason == "length":
-        log.debug("a reply hit max_tokens (%d tokens)", len(completion.token_ids))
-    return Reply(completion.text, list(prompt), list(completion.token_ids))
 
 
 def client(model_dir: str, settings: dict, device: str) -> VLLMChat:

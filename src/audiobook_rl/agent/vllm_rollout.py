@@ -35,7 +35,7 @@ from ..errors import UserError
 from ..policy.tokenizer import prompt_ids
 from ..preflight import installed
 from .episode import Reply
-from .vllm_chat import _reply, sampling_args
+from .vllm_sampling import reply, sampling_args
 
 NO_VLLM = (
     "rollouts on vLLM need the vllm package (0.26.0 is tested), which is not installed; install it in the "
@@ -94,7 +94,7 @@ class VLLMRollout:
         seeds = torch.randint(0, 2**31, (len(prompts),)).tolist()
         params = [self.sampling_params_cls(**sampling_args(temperature, max_tokens, seed, top_p, top_k)) for seed in seeds]
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
-        replies = [_reply(p, o) for p, o in zip(prompts, outputs)]
+        replies = [reply(p, o) for p, o in zip(prompts, outputs)]
         self.generated_tokens += sum(len(r.response_ids) for r in replies)
         return replies
 
