@@ -12,7 +12,8 @@ import pytest
 from audiobook_rl import preflight
 from audiobook_rl.agent import vllm_chat
 from audiobook_rl.agent.episode import run_episodes
-from audiobook_rl.agent.vllm_chat import VLLMChat, client, engine_args, sampling_args
+from audiobook_rl.agent.vllm_chat import VLLMChat, client, engine_args
+from audiobook_rl.agent.vllm_sampling import sampling_args
 from audiobook_rl.dataset import Task
 from audiobook_rl.errors import UserError
 from audiobook_rl.policy.tokenizer import prompt_ids, train_tokenizer

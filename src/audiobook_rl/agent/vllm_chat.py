@@ -23,7 +23,7 @@ from ..errors import UserError
 from ..policy.tokenizer import prompt_ids
 from ..preflight import check_vllm
 from .episode import Reply
-from .vllm_sampling import reply as _reply, sampling_args  # noqa: F401 (sampling_args: part of this module's API)
+from .vllm_sampling import reply as _reply, sampling_args
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ Randomness is seeded per step, so a run resumed from a checkpoint repeats the un
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -201,12 +202,115 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
     if settings["kl_coef"] > 0:  # the policy training started from, frozen (also after a resume)
         reference, _ = load_policy(base_dir, device)
         reference.eval().requires_grad_(False)
-    client = rollout_client(model, tokenizer, base_dir, settings, device)
-    try:
-        return _train(model, tokenizer, optimizer, reference, client, train_rows, val_rows, prompts, settings, judge,
-                      root, start, device)
-    finally:
-        client.close()
+    # the engine ends with the run (vLLM holds GPU memory and a process group until closed)
+    with contextlib.closing(rollout_client(model, tokenizer, base_dir, settings, device)) as client:
+        total = settings["total_steps"]
+        train_tasks = [Task.from_row(r) for r in train_rows]
+        val_tasks = [Task.from_row(r) for r in val_rows]
+        rollout = settings["rollout"]
+        batch = min(settings["train_batch_size"], len(train_tasks))
+        shuffled = settings["reward"]["shuffle"]
+
+        if start == 0:  # the baseline: validation before any update
+            t0 = time.monotonic()
+            val = validate(client, val_tasks, prompts, judge, settings)
+            ckpt.append_metrics(root, {"step": 0, **val, "seconds": time.monotonic() - t0})
+            log.info("step 0/%d: val reward %.3f (json valid %.2f)", total, val["val_reward"], val["val_json_valid"])
+
+        for step in range(start + 1, total + 1):
+            t0 = time.monotonic()
+            seed = settings["seed"] * 100_003 + step
+            torch.manual_seed(seed)  # sampling in generate uses the global generator
+            rng = random.Random(seed)
+
+            # 1. rollouts: n episodes of each sampled task
+            tasks = rng.sample(train_tasks, batch)
+            group = [t for t in tasks for _ in range(rollout["n"])]
+            tokens_before = client.generated_tokens
+            if device != "cpu":
+                torch.cuda.reset_peak_memory_stats()
+            episodes = run_episodes(group, client, prompts, judge, temperature=rollout["temperature"],
+                                    max_tokens=rollout["max_tokens"], top_p=rollout["top_p"], top_k=rollout["top_k"])
+            rollout_seconds = time.monotonic() - t0
+
+            # 2. both calls of each episode, with the episode reward, grouped by task → advantages.
+            # The shuffled-reward control permutes the step's rewards across its episodes first (from a
+            # generator of its own: the rollouts above are the same with it on or off).
+            rewards = [e.reward for e in episodes]
+            if shuffled:
+                rewards = shuffle_rewards(rewards, seed=settings["seed"], step=step)
+            rows = episode_rows(episodes, [t.id for t in group], rewards, settings["norm_adv_by_std"])
+
+            # 3. PPO-clip update
+            t1 = time.monotonic()
+            stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id, reference)
+            if hasattr(client, "sync_weights"):  # vLLM holds its own copy (the decoder copies at every call)
+                client.sync_weights()
+            update_seconds = time.monotonic() - t1
+
+            # The metrics are the judge's rewards (a permutation moves neither their mean nor their spread).
+            rewards = [e.reward for e in episodes if e.reward is not None]
+            generated = client.generated_tokens - tokens_before
+            record = {
+                "step": step,
+                **({"reward_shuffled": True} if shuffled else {}),
+                "train_reward": statistics.fmean(rewards) if rewards else 0.0,
+                "train_reward_std": statistics.pstdev(rewards) if rewards else 0.0,
+                "train_reward_group_std": group_spread(episodes, [t.id for t in group]),
+                "train_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
+                "draft_json_valid": statistics.fmean(parse_script(e.draft).ok for e in episodes),
+                **diversity([e.final for e in episodes], [t.text for t in group], [t.id for t in group]).metrics("train"),
+                **task_voices([e.final for e in episodes], group).metrics("train"),
+                "loss": stats["loss"],
+                "kl": stats["kl"],
+                "clip_frac": stats["clip_frac"],
+                "dual_clip_frac": stats["dual_clip_frac"],
+                "ratio_mean": stats["ratio_mean"],
+                "grad_norm": stats["grad_norm"],
+                "skipped_updates": stats["skipped_updates"],
+                "response_length": statistics.fmean(len(r.response_ids) for r in rows) if rows else 0.0,
+                "judge_failures": sum(e.reward is None for e in episodes),
+                "dropped_groups": len({t.id for t, e in zip(group, episodes) if e.reward is None}),
+                "generated_tokens": generated,
+                "rollout_seconds": rollout_seconds,
+                "rollout_tokens_per_s": generated / max(rollout_seconds, 1e-9),
+                "update_seconds": update_seconds,
+                "train_tokens_per_s": stats["trained_tokens"] / max(update_seconds, 1e-9),
+            }
+            if device != "cpu":
+                record["peak_gpu_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30
+
+            # 4. validation and checkpoints
+            saved = step % settings["save_freq"] == 0 or step == total
+            if step % settings["test_freq"] == 0 or step == total:
+                record.update(validate(client, val_tasks, prompts, judge, settings))
+                earlier = val_rewards(ckpt.read_metrics(root))
+                if best_step({**earlier, step: record["val_reward"]}) == step:
+                    saved = True
+                    # A checkpoint kept only for being the best is dropped once beaten.
+                    previous = best_step(earlier)
+                    if previous and previous % settings["save_freq"] and previous in ckpt.saved_steps(root):
+                        ckpt.remove_checkpoint(root, previous)
+            if saved:
+                ckpt.save_checkpoint(root, step, model, tokenizer, optimizer)
+            record["seconds"] = time.monotonic() - t0
+            collapsed = collapse(ckpt.read_metrics(root) + [record], settings["collapse_patience"])
+            if collapsed and step < total:
+                record["collapse"] = collapsed[1]
+            ckpt.append_metrics(root, record)
+            log.info(
+                "step %d/%d: reward %.3f  loss %+.4f  clip %.3f  len %.0f  %.0f tok/s  %.1f s%s%s",
+                step, total, record["train_reward"], record["loss"], record["clip_frac"], record["response_length"],
+                record["rollout_tokens_per_s"], record["seconds"],
+                f"  val {record['val_reward']:.3f}" if "val_reward" in record else "", "  [saved]" if saved else "",
+            )
+            if "collapse" in record:
+                raise UserError(
+                    f"training collapsed at step {step} of {total}: for {settings['collapse_patience']} steps in a row "
+                    f"{record['collapse']}, so GRPO had nothing to learn from; {ADVICE} (checkpoints and metrics so far "
+                    f"are kept in {root})."
+                )
+        return summarize(root, total, shuffled)
 
 
 def rollout_client(model, tokenizer, model_dir: str, settings: dict, device: str):
@@ -225,118 +329,6 @@ def rollout_client(model, tokenizer, model_dir: str, settings: dict, device: str
         return VLLMRollout(model, model_dir, tokenizer, seed=settings["seed"])
     log.info("rollouts on the static decoder (up to %d conversations at once)", settings["generate_batch_size"])
     return HFChat(model, tokenizer, batch_size=settings["generate_batch_size"])
-
-
-def _train(model, tokenizer, optimizer, reference, client, train_rows, val_rows, prompts, settings, judge, root: str,
-           start: int, device: str) -> dict:
-    """The steps of :func:`train_local` from ``start`` on (the module's docstring reads them)."""
-    total = settings["total_steps"]
-    train_tasks = [Task.from_row(r) for r in train_rows]
-    val_tasks = [Task.from_row(r) for r in val_rows]
-    rollout = settings["rollout"]
-    batch = min(settings["train_batch_size"], len(train_tasks))
-    shuffled = settings["reward"]["shuffle"]
-
-    if start == 0:  # the baseline: validation before any update
-        t0 = time.monotonic()
-        val = validate(client, val_tasks, prompts, judge, settings)
-        ckpt.append_metrics(root, {"step": 0, **val, "seconds": time.monotonic() - t0})
-        log.info("step 0/%d: val reward %.3f (json valid %.2f)", total, val["val_reward"], val["val_json_valid"])
-
-    for step in range(start + 1, total + 1):
-        t0 = time.monotonic()
-        seed = settings["seed"] * 100_003 + step
-        torch.manual_seed(seed)  # sampling in generate uses the global generator
-        rng = random.Random(seed)
-
-        # 1. rollouts: n episodes of each sampled task
-        tasks = rng.sample(train_tasks, batch)
-        group = [t for t in tasks for _ in range(rollout["n"])]
-        tokens_before = client.generated_tokens
-        if device != "cpu":
-            torch.cuda.reset_peak_memory_stats()
-        episodes = run_episodes(group, client, prompts, judge, temperature=rollout["temperature"],
-                                max_tokens=rollout["max_tokens"], top_p=rollout["top_p"], top_k=rollout["top_k"])
-        rollout_seconds = time.monotonic() - t0
-
-        # 2. both calls of each episode, with the episode reward, grouped by task → advantages.
-        # The shuffled-reward control permutes the step's rewards across its episodes first (from a
-        # generator of its own: the rollouts above are the same with it on or off).
-        rewards = [e.reward for e in episodes]
-        if shuffled:
-            rewards = shuffle_rewards(rewards, seed=settings["seed"], step=step)
-        rows = episode_rows(episodes, [t.id for t in group], rewards, settings["norm_adv_by_std"])
-
-        # 3. PPO-clip update
-        t1 = time.monotonic()
-        stats = ppo_update(model, optimizer, rows, settings, rng, tokenizer.pad_token_id, reference)
-        if hasattr(client, "sync_weights"):  # vLLM holds its own copy (the decoder copies at every call)
-            client.sync_weights()
-        update_seconds = time.monotonic() - t1
-
-        # The metrics are the judge's rewards (a permutation moves neither their mean nor their spread).
-        rewards = [e.reward for e in episodes if e.reward is not None]
-        generated = client.generated_tokens - tokens_before
-        record = {
-            "step": step,
-            **({"reward_shuffled": True} if shuffled else {}),
-            "train_reward": statistics.fmean(rewards) if rewards else 0.0,
-            "train_reward_std": statistics.pstdev(rewards) if rewards else 0.0,
-            "train_reward_group_std": group_spread(episodes, [t.id for t in group]),
-            "train_json_valid": statistics.fmean(parse_script(e.final).ok for e in episodes),
-            "draft_json_valid": statistics.fmean(parse_script(e.draft).ok for e in episodes),
-            **diversity([e.final for e in episodes], [t.text for t in group], [t.id for t in group]).metrics("train"),
-            **task_voices([e.final for e in episodes], group).metrics("train"),
-            "loss": stats["loss"],
-            "kl": stats["kl"],
-            "clip_frac": stats["clip_frac"],
-            "dual_clip_frac": stats["dual_clip_frac"],
-            "ratio_mean": stats["ratio_mean"],
-            "grad_norm": stats["grad_norm"],
-            "skipped_updates": stats["skipped_updates"],
-            "response_length": statistics.fmean(len(r.response_ids) for r in rows) if rows else 0.0,
-            "judge_failures": sum(e.reward is None for e in episodes),
-            "dropped_groups": len({t.id for t, e in zip(group, episodes) if e.reward is None}),
-            "generated_tokens": generated,
-            "rollout_seconds": rollout_seconds,
-            "rollout_tokens_per_s": generated / max(rollout_seconds, 1e-9),
-            "update_seconds": update_seconds,
-            "train_tokens_per_s": stats["trained_tokens"] / max(update_seconds, 1e-9),
-        }
-        if device != "cpu":
-            record["peak_gpu_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30
-
-        # 4. validation and checkpoints
-        saved = step % settings["save_freq"] == 0 or step == total
-        if step % settings["test_freq"] == 0 or step == total:
-            record.update(validate(client, val_tasks, prompts, judge, settings))
-            earlier = val_rewards(ckpt.read_metrics(root))
-            if best_step({**earlier, step: record["val_reward"]}) == step:
-                saved = True
-                # A checkpoint kept only for being the best is dropped once beaten.
-                previous = best_step(earlier)
-                if previous and previous % settings["save_freq"] and previous in ckpt.saved_steps(root):
-                    ckpt.remove_checkpoint(root, previous)
-        if saved:
-            ckpt.save_checkpoint(root, step, model, tokenizer, optimizer)
-        record["seconds"] = time.monotonic() - t0
-        collapsed = collapse(ckpt.read_metrics(root) + [record], settings["collapse_patience"])
-        if collapsed and step < total:
-            record["collapse"] = collapsed[1]
-        ckpt.append_metrics(root, record)
-        log.info(
-            "step %d/%d: reward %.3f  loss %+.4f  clip %.3f  len %.0f  %.0f tok/s  %.1f s%s%s",
-            step, total, record["train_reward"], record["loss"], record["clip_frac"], record["response_length"],
-            record["rollout_tokens_per_s"], record["seconds"],
-            f"  val {record['val_reward']:.3f}" if "val_reward" in record else "", "  [saved]" if saved else "",
-        )
-        if "collapse" in record:
-            raise UserError(
-                f"training collapsed at step {step} of {total}: for {settings['collapse_patience']} steps in a row "
-                f"{record['collapse']}, so GRPO had nothing to learn from; {ADVICE} (checkpoints and metrics so far "
-                f"are kept in {root})."
-            )
-    return summarize(root, total, shuffled)
 
 
 def group_spread(episodes, groups: list[str]) -> float:
