@@ -1,7 +1,7 @@
 """One GPU, a real pretrained policy: the local GRPO backend against TRL's GRPOTrainer.
 
     python bench/bench_real_policy.py --model models/qwen2.5-coder-0.5b-instruct \\
-        [--novel NOVEL.txt] [--steps 20] [--seeds 1 2 3] [--trl-steps 4] [--out bench.json]
+        [--novel NOVEL.txt] [--steps 20] [--seeds 1 2 3] [--trl-steps 4] [--engine decoder vllm] [--out bench.json]
 
 Data: ``--n-train`` (16) training and ``--n-val`` (24) held-out excerpts of the novel, cut by the
 project's slicer and labelled by the rule labeler; disjoint by construction. Settings: those of
@@ -241,55 +241,57 @@ def main() -> None:
                         help="rows in flight for the decoding rate at full length (none: skip)")
     parser.add_argument("--out", type=Path, default=None, help="write every figure as JSON here")
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the bench itself on a small model")
-    parser.add_argument("--engine", default=None, choices=["auto", "decoder", "vllm"],
-                        help="train.rollout.engine of the local backend (default: the overlay's)")
+    parser.add_argument("--engine", nargs="+", default=None, choices=["auto", "decoder", "vllm"],
+                        help="train.rollout.engine of the local backend (default: the overlay's); several: each "
+                             "over the same seeds, data and base scores")
     args = parser.parse_args()
 
     config = settings_of_overlay()
     train = config["train"]
     if args.max_tokens:
         train["rollout"]["max_tokens"] = args.max_tokens
-    if args.engine:
-        train["rollout"]["engine"] = args.engine
+    engines = args.engine or [train["rollout"]["engine"]]
     steps = args.steps or train["total_steps"]
     rows = build_rows(args.novel, args.n_train, args.n_val, args.data_seed)
     judge = reward_judge(train)
     print(f"model {args.model}; {len(rows['train'])} train / {len(rows['val'])} held-out excerpts of {args.novel.name}; "
           f"{steps} steps; batch {train['train_batch_size']} x {train['rollout']['n']}; "
           f"rollout T {train['rollout']['temperature']} top_p {train['rollout']['top_p']} max_tokens {train['rollout']['max_tokens']}; "
-          f"lr {train['lr']}; rollout engine {train['rollout']['engine']}; "
+          f"lr {train['lr']}; rollout engine {', '.join(engines)}; "
           f"{torch.cuda.get_device_name() if args.device == 'cuda' else 'CPU'}; {time.strftime('%Y-%m-%d')}", flush=True)
     results: dict = {"settings": {"steps": steps, "train": train, "n_train": len(rows["train"]), "n_val": len(rows["val"])}}
     base = heldout_scores(args.model, rows["val"], train, judge, args.device)
     results["base_heldout"] = base
     print(f"base policy: held-out {statistics.fmean(base):.3f} (greedy, n={len(base)})", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        ours = []
-        for seed in args.seeds:
-            try:
-                r = run_ours(args.model, rows, train, steps, seed, Path(tmp), args.device)
-            except UserError as err:  # the collapse guard stopped the run
-                print(f"ours seed {seed}: stopped: {err}", flush=True)
-                ours.append({"seed": seed, "stopped": str(err)})
-                continue
-            r["final_heldout"] = heldout_scores(Path(r.pop("final_dir")), rows["val"], train, judge, args.device)
-            mean, lo, hi = paired_interval(base, r["final_heldout"], seed=seed)
-            r["gain"], r["gain_ci"] = mean, [lo, hi]
-            ours.append(r)
-            print(f"ours seed {seed}: steady step {r['step_s']:.2f} s median (rollout {r['rollout_s']:.2f} s, update "
-                  f"{r['update_s']:.2f} s; first step {r['first_step_s']:.2f} s; {r['wall_per_step_s']:.2f} s with validation "
-                  f"and checkpoints); decoding in training {r['rollout_tok_s']:.0f} tok/s; update {r['train_tok_s']:.0f} tok/s; "
-                  f"peak {r['peak_gb']:.1f} GiB; "
-                  f"train reward {r['train_reward'][0]:.3f} -> {r['train_reward'][-1]:.3f}; held-out "
-                  f"{statistics.fmean(base):.3f} -> {statistics.fmean(r['final_heldout']):.3f}, "
-                  f"gain {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]", flush=True)
-        results["ours"] = ours
-        ran = [r for r in ours if "step_s" in r]
-        if ran:
-            ours_step = statistics.median(r["step_s"] for r in ran)
-            print(f"ours, {len(ran)} seeds: steady step {ours_step:.2f} s (median of the seeds' medians; "
-                  f"{', '.join(format(r['step_s'], '.2f') for r in ran)}); decoding in training "
-                  f"{statistics.median(r['rollout_tok_s'] for r in ran):.0f} tok/s", flush=True)
+        results["ours"], medians = {}, {}
+        for engine in engines:
+            train["rollout"]["engine"] = engine
+            ours = results["ours"][engine] = []
+            for seed in args.seeds:
+                try:
+                    r = run_ours(args.model, rows, train, steps, seed, Path(tmp) / engine, args.device)
+                except UserError as err:  # the collapse guard stopped the run
+                    print(f"ours [{engine}] seed {seed}: stopped: {err}", flush=True)
+                    ours.append({"seed": seed, "stopped": str(err)})
+                    continue
+                r["final_heldout"] = heldout_scores(Path(r.pop("final_dir")), rows["val"], train, judge, args.device)
+                mean, lo, hi = paired_interval(base, r["final_heldout"], seed=seed)
+                r["gain"], r["gain_ci"] = mean, [lo, hi]
+                ours.append(r)
+                print(f"ours [{engine}] seed {seed}: steady step {r['step_s']:.2f} s median (rollout {r['rollout_s']:.2f} s, "
+                      f"update {r['update_s']:.2f} s; first step {r['first_step_s']:.2f} s; {r['wall_per_step_s']:.2f} s with "
+                      f"validation and checkpoints); decoding in training {r['rollout_tok_s']:.0f} tok/s; update "
+                      f"{r['train_tok_s']:.0f} tok/s; peak {r['peak_gb']:.1f} GiB; "
+                      f"train reward {r['train_reward'][0]:.3f} -> {r['train_reward'][-1]:.3f}; held-out "
+                      f"{statistics.fmean(base):.3f} -> {statistics.fmean(r['final_heldout']):.3f}, "
+                      f"gain {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]", flush=True)
+            ran = [r for r in ours if "step_s" in r]
+            if ran:
+                medians[engine] = statistics.median(r["step_s"] for r in ran)
+                print(f"ours [{engine}], {len(ran)} seeds: steady step {medians[engine]:.2f} s (median of the seeds' "
+                      f"medians; {', '.join(format(r['step_s'], '.2f') for r in ran)}); decoding in training "
+                      f"{statistics.median(r['rollout_tok_s'] for r in ran):.0f} tok/s", flush=True)
         if args.device == "cuda" and args.full_length:
             model, _ = load_policy(args.model, args.device)
             results["full_length_tok_s"] = {}
@@ -303,7 +305,7 @@ def main() -> None:
         if args.trl_steps:
             trl = run_trl(args.model, rows, train, args.trl_steps, args.seeds[0], Path(tmp), args.device)
             results["trl"] = trl
-            ratio = f"; ours / TRL steady step = {ours_step / trl['step_s']:.3f}" if ran else ""
+            ratio = "".join(f"; ours [{e}] / TRL steady step = {m / trl['step_s']:.3f}" for e, m in medians.items())
             print(f"TRL seed {trl['seed']}: steady step {trl['step_s']:.2f} s median (first {trl['first_step_s']:.2f} s; "
                   f"all {trl['step_s_all']}); peak {trl['peak_gb']:.1f} GiB{ratio}", flush=True)
     if args.out:

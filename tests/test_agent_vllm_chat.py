@@ -111,10 +111,27 @@ def test_the_client_builds_the_engine(monkeypatch, tmp_path, tokenizer):
         return FakeLLM(tokenizer, ["x"])
 
     monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(LLM=llm, SamplingParams=FakeSamplingParams))
-    monkeypatch.setattr(vllm_chat, "check_vllm", lambda: [])
+    monkeypatch.setattr(preflight, "installed", lambda name: "0.26.0" if name == "vllm" else None)
     chat = client(str(tmp_path), {"seed": 5}, "cuda")
     assert built["model"] == str(tmp_path) and built["seed"] == 5
     assert chat.chat([{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=4).text == "x"
+
+
+@pytest.mark.parametrize("version, warned", [("0.10.2", False), ("0.26.0", False), ("0.27.1", True)])
+def test_a_vllm_newer_than_those_tested_builds_with_a_warning(monkeypatch, tmp_path, tokenizer, caplog, version, warned):
+    tokenizer.save_pretrained(tmp_path)
+    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(LLM=lambda **engine: FakeLLM(tokenizer, ["x"]),
+                                                             SamplingParams=FakeSamplingParams))
+    monkeypatch.setattr(preflight, "installed", lambda name: version if name == "vllm" else None)
+    with caplog.at_level("WARNING", logger=vllm_chat.log.name):
+        client(str(tmp_path), {"seed": 0}, "cuda")
+    assert (f"vllm {version}: generation has run on vllm 0.10.2 and 0.26.0" in caplog.text) is warned
+
+
+def test_a_vllm_older_than_0_10_2_is_refused(monkeypatch):
+    monkeypatch.setattr(preflight, "installed", lambda name: "0.9.2" if name == "vllm" else None)
+    with pytest.raises(UserError, match=r"'generate.backend' is 'vllm' but vllm 0.9.2 is older than generation needs \(>= 0.10.2"):
+        client("/m", {"seed": 0}, "cuda")
 
 
 def test_the_generate_stage_leaves_fork_usable_for_the_vllm_engine(tmp_path, monkeypatch):

@@ -94,7 +94,7 @@ import audiobook_rl.agent.vllm_chat as vllm_chat
 import audiobook_rl.gpus as gpus
 from helpers import REPO, seed_config
 
-vllm_chat.check_vllm = lambda: []  # vLLM 0.10.2, as far as the stage can tell
+vllm_chat.check_generate_vllm = lambda: []  # a vLLM the stage accepts, as far as it can tell
 gpus.require_cuda = lambda n, key: None  # the GPUs are stand-ins: torch here is a CPU build
 smk = types.SimpleNamespace(
     threads=1, rule="generate", wildcards=types.SimpleNamespace(step="1000"), resources=types.SimpleNamespace(gpu=1),

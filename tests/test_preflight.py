@@ -105,3 +105,13 @@ def test_the_key_variable_follows_llm_key_env():
     assert check_keys(glm, env={"MY_GLM_KEY": "z"}) == []
     # A local OpenAI-compatible judge without a key needs none.
     assert check_keys(config(judge={"backend": "openai"}, llm={"key_env": {"openai": None}}), env={}) == []
+
+
+def test_generation_takes_any_vllm_from_0_10_2_while_the_training_stack_keeps_0_10():
+    """The generate stage's engine needs none of verl's pins: vLLM 0.26 (torch 2.11 / CUDA 13) evaluates
+    checkpoints, while the verl backend still refuses it."""
+    assert check_backend(*generate("vllm", 1), version=versions(vllm="0.26.0"), count=lambda: 1) == []
+    training = check_training(TRAIN, version=versions(vllm="0.26.0"), count=lambda: 2)
+    assert len(training) == 1 and "vllm 0.26.0 is installed but the seed stack needs vllm >= 0.10.2, < 0.11" in training[0]
+    too_old = check_backend(*generate("vllm", 1), version=versions(vllm="0.10.1"), count=lambda: 1)
+    assert len(too_old) == 1 and "vllm 0.10.1 is older than generation needs (>= 0.10.2; run with 0.10.2 and 0.26.0)" in too_old[0]

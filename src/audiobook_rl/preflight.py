@@ -26,6 +26,9 @@ from .gpus import CPU_FIX, cuda_device_count
 INSTALL = "install the GPU environment (envs/gpu.yaml, or pip install -r requirements/gpu.lock)"
 FLASH_ATTN_INSTALL = "install it after torch with: pip install flash-attn==2.8.3 --no-build-isolation"
 VLLM_MIN, VLLM_BELOW = Version("0.10.2"), Version("0.11")
+# The generate stage's engine (agent/vllm_chat.py) uses what every vLLM since 0.10.2 has (offline
+# ``LLM``, token-id prompts, seeded ``SamplingParams``); it has run on these.
+GENERATE_VLLM_TESTED = ("0.10.2", "0.26.0")
 # OpenTelemetry >= 1.45 binds the exporter endpoint at construction, which Agent Lightning 0.3.0
 # rewrites afterwards: every runner span is lost and training stops with "No spans provided".
 OTEL = ("opentelemetry-api", "opentelemetry-sdk", "opentelemetry-proto", "opentelemetry-exporter-otlp",
@@ -71,6 +74,7 @@ def _lookup(version: Callable[[str], str | None] | None) -> Callable[[str], str 
 
 
 def check_vllm(version: Callable[[str], str | None] | None = None) -> list[str]:
+    """vLLM for the seed training stack (verl 0.6.1 + Agent Lightning 0.3.0): 0.10.2 to 0.10.x."""
     version = _lookup(version)
     v = version("vllm")
     if v is None:
@@ -80,6 +84,21 @@ def check_vllm(version: Callable[[str], str | None] | None = None) -> list[str]:
     # new in 0.10.2: older vLLM gives rollouts without a single sample. 0.11 needs torch 2.9.
     if not VLLM_MIN <= Version(v) < VLLM_BELOW:
         return [f"vllm {v} is installed but the seed stack needs vllm >= {VLLM_MIN}, < {VLLM_BELOW} (0.10.2 is tested); {INSTALL}."]
+    return []
+
+
+def check_generate_vllm(version: Callable[[str], str | None] | None = None) -> list[str]:
+    """vLLM for the generate stage alone: 0.10.2 or newer (any vLLM built for the machine's torch).
+
+    Generation needs none of verl's pins, so a GPU whose torch only a newer vLLM is built for (vLLM
+    0.26 for torch 2.11 / CUDA 13) can evaluate checkpoints with it; a newer release than those in
+    :data:`GENERATE_VLLM_TESTED` is allowed and logged by the stage.
+    """
+    v = _lookup(version)("vllm")
+    if v is None:
+        return [f"vllm is not installed; {INSTALL}."]
+    if Version(v) < VLLM_MIN:
+        return [f"vllm {v} is older than generation needs (>= {VLLM_MIN}; run with {' and '.join(GENERATE_VLLM_TESTED)}); {INSTALL}."]
     return []
 
 
@@ -141,7 +160,7 @@ def check_stack(stack: str, version: Callable[[str], str | None] | None = None,
     """What the GPU stack ``stack`` of a backend (:attr:`audiobook_rl.backends.Backend.stack`) needs:
     its packages (unless ``packages`` is off: they are another environment's) and a GPU."""
     if stack == "vllm":
-        return (check_vllm(version) if packages else []) + check_gpus(1, "config key 'generate.backend' = 'vllm'", count)
+        return (check_generate_vllm(version) if packages else []) + check_gpus(1, "config key 'generate.backend' = 'vllm'", count)
     return check_training_stack(version) if packages else []
 
 

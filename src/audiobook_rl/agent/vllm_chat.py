@@ -6,8 +6,9 @@ with the model's own chat template and tokenized exactly as the ``hf`` backend d
 (:func:`audiobook_rl.policy.tokenizer.prompt_ids`) and handed to vLLM as token ids, so both
 backends see identical prompts; ``temperature == 0`` is greedy decoding.
 
-vLLM needs the GPU environment (envs/gpu.yaml); without it :func:`client` stops with one sentence
-naming the config key and the fix.
+vLLM needs the GPU environment (envs/gpu.yaml, vLLM 0.10.2) or any vLLM from 0.10.2 on that is built
+for the machine's torch (0.26.0 has run it on torch 2.11 / CUDA 13); without one :func:`client` stops
+with one sentence naming the config key and the fix.
 
 The engine runs in a process vLLM forks (its engine core), which holds the GPU's memory. That process
 keeps the job's GPU claim (:func:`audiobook_rl.gpus.shared_with_children`), and :meth:`VLLMChat.close`
@@ -18,10 +19,10 @@ from __future__ import annotations
 
 import logging
 
-from .. import gpus
+from .. import gpus, preflight
 from ..errors import UserError
 from ..policy.tokenizer import prompt_ids
-from ..preflight import check_vllm
+from ..preflight import GENERATE_VLLM_TESTED, check_generate_vllm
 from .episode import Reply
 from .vllm_sampling import reply as _reply, sampling_args
 
@@ -66,9 +67,9 @@ class VLLMChat:
     def close(self) -> None:
         """End the engine and its process, which frees the GPU.
 
-        vLLM 0.10's offline ``LLM`` runs its engine core in a child process; ``shutdown()`` of its
-        client (``llm_engine.engine_core``) terminates that process, waits up to 5 s and then kills
-        it. Left to vLLM, that happens only in an exit handler, which a terminated job never runs.
+        vLLM's offline ``LLM`` (0.10 and 0.26 alike) runs its engine core in a child process;
+        ``shutdown()`` of its client (``llm_engine.engine_core``) terminates that process, waits a few
+        seconds and then kills it. Left to vLLM, that happens only in an exit handler, which a terminated job never runs.
         """
         engine = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
         if engine is not None:
@@ -82,12 +83,16 @@ def client(model_dir: str, settings: dict, device: str) -> VLLMChat:
             "config key 'generate.backend' is 'vllm', which needs a GPU; set 'resources.generate.gpu' to 1 "
             "on a GPU machine or use 'generate.backend: hf'."
         )
-    problems = check_vllm()
+    problems = check_generate_vllm()
     if problems:
         raise UserError(
             f"config key 'generate.backend' is 'vllm' but {problems[0][0].lower()}{problems[0][1:-1]}, "
             "or set 'generate.backend: hf'."
         )
+    version = preflight.installed("vllm")
+    if version not in GENERATE_VLLM_TESTED:
+        log.warning("vllm %s: generation has run on vllm %s; check a few outputs against 'generate.backend: hf'.",
+                    version, " and ".join(GENERATE_VLLM_TESTED))
     import vllm
     from transformers import AutoTokenizer
 
