@@ -125,7 +125,7 @@ def test_a_vllm_newer_than_those_tested_builds_with_a_warning(monkeypatch, tmp_p
     monkeypatch.setattr(preflight, "installed", lambda name: version if name == "vllm" else None)
     with caplog.at_level("WARNING", logger=vllm_chat.log.name):
         client(str(tmp_path), {"seed": 0}, "cuda")
-    assert (f"vllm {version}: generation has run on vllm 0.10.2 and 0.26.0" in caplog.text) is warned
+    assert (f"vllm {version}: the generate stage is known to work with vllm 0.10.2 and 0.26.0 only" in caplog.text) is warned
 
 
 def test_a_vllm_older_than_0_10_2_is_refused(monkeypatch):

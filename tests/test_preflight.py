@@ -114,4 +114,4 @@ def test_generation_takes_any_vllm_from_0_10_2_while_the_training_stack_keeps_0_
     training = check_training(TRAIN, version=versions(vllm="0.26.0"), count=lambda: 2)
     assert len(training) == 1 and "vllm 0.26.0 is installed but the seed stack needs vllm >= 0.10.2, < 0.11" in training[0]
     too_old = check_backend(*generate("vllm", 1), version=versions(vllm="0.10.1"), count=lambda: 1)
-    assert len(too_old) == 1 and "vllm 0.10.1 is older than generation needs (>= 0.10.2; run with 0.10.2 and 0.26.0)" in too_old[0]
+    assert len(too_old) == 1 and "vllm 0.10.1 is older than generation needs (>= 0.10.2; known to work: 0.10.2 and 0.26.0)" in too_old[0]

@@ -27,7 +27,8 @@ INSTALL = "install the GPU environment (envs/gpu.yaml, or pip install -r require
 FLASH_ATTN_INSTALL = "install it after torch with: pip install flash-attn==2.8.3 --no-build-isolation"
 VLLM_MIN, VLLM_BELOW = Version("0.10.2"), Version("0.11")
 # The generate stage's engine (agent/vllm_chat.py) uses what every vLLM since 0.10.2 has (offline
-# ``LLM``, token-id prompts, seeded ``SamplingParams``); it has run on these.
+# ``LLM``, token-id prompts, seeded ``SamplingParams``): the seed stack pins 0.10.2 (envs/gpu.yaml), and
+# 0.26.0 has run it on an H200 (torch 2.11 / CUDA 13).
 GENERATE_VLLM_TESTED = ("0.10.2", "0.26.0")
 # OpenTelemetry >= 1.45 binds the exporter endpoint at construction, which Agent Lightning 0.3.0
 # rewrites afterwards: every runner span is lost and training stops with "No spans provided".
@@ -98,7 +99,7 @@ def check_generate_vllm(version: Callable[[str], str | None] | None = None) -> l
     if v is None:
         return [f"vllm is not installed; {INSTALL}."]
     if Version(v) < VLLM_MIN:
-        return [f"vllm {v} is older than generation needs (>= {VLLM_MIN}; run with {' and '.join(GENERATE_VLLM_TESTED)}); {INSTALL}."]
+        return [f"vllm {v} is older than generation needs (>= {VLLM_MIN}; known to work: {' and '.join(GENERATE_VLLM_TESTED)}); {INSTALL}."]
     return []
 
 

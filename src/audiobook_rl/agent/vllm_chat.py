@@ -7,7 +7,7 @@ with the model's own chat template and tokenized exactly as the ``hf`` backend d
 backends see identical prompts; ``temperature == 0`` is greedy decoding.
 
 vLLM needs the GPU environment (envs/gpu.yaml, vLLM 0.10.2) or any vLLM from 0.10.2 on that is built
-for the machine's torch (0.26.0 has run it on torch 2.11 / CUDA 13); without one :func:`client` stops
+for the machine's torch (0.26.0 has run it on an H200 with torch 2.11 / CUDA 13); without one :func:`client` stops
 with one sentence naming the config key and the fix.
 
 The engine runs in a process vLLM forks (its engine core), which holds the GPU's memory. That process
@@ -91,8 +91,8 @@ def client(model_dir: str, settings: dict, device: str) -> VLLMChat:
         )
     version = preflight.installed("vllm")
     if version not in GENERATE_VLLM_TESTED:
-        log.warning("vllm %s: generation has run on vllm %s; check a few outputs against 'generate.backend: hf'.",
-                    version, " and ".join(GENERATE_VLLM_TESTED))
+        log.warning("vllm %s: the generate stage is known to work with vllm %s only; compare a few outputs with "
+                    "'generate.backend: hf'.", version, " and ".join(GENERATE_VLLM_TESTED))
     import vllm
     from transformers import AutoTokenizer
 
