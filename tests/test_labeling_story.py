@@ -88,6 +88,18 @@ def test_many_people_are_not_resolved_to_the_one_named():
     named = "　　当先一个好汉，乃是李忠。\n"
     excerpt = "　　那好汉道：“且住。”四个好汉齐答道：“愿往。”\n"
     assert speakers_in(named + excerpt, excerpt) == ["李忠", "好汉"]
+    # Any measure word counts (两筹好汉, 一伙好汉).
+    excerpt = "　　那好汉道：“且住。”只见两筹好汉喝一声道：“那里去！”\n"
+    assert speakers_in(named + excerpt, excerpt) == ["李忠", "好汉"]
+
+
+def test_a_place_and_a_person_noun_is_no_descriptor_for_a_name_after_it():
+    # 是此间人，姓穆名弘: 人 after 此间 is no 那人, so a later 那人 is not 穆弘.
+    excerpt = "　　那人问道：“兄长何处见吴学究来？”\n"
+    local = "　　李俊便道：“这弟兄两个富户，是此间人，姓穆名弘，绰号没遮拦。”\n"
+    assert speakers_in(local + FILLER + excerpt, excerpt, NAMES | {"穆弘"}) == ["那人"]
+    named = "　　那人不是别人，正是穆弘。\n"
+    assert speakers_in(named + FILLER + excerpt, excerpt, NAMES | {"穆弘"}) == ["穆弘"]
 
 
 def test_the_text_before_an_excerpt_tells_who_goes_on_speaking():

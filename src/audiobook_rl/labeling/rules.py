@@ -130,7 +130,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v3"
+    model = "rules-v4"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -247,7 +247,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         if speaker == UNKNOWN_SPEAKER or is_descriptor(speaker, lexicon) or not _proper(speaker, lexicon):
             # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
             speaker = self_named(text, lexicon) or speaker
-        if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
+        if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员条对起伙群队班彪簇枝支筹]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
             speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
         listener = _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)
         if "、" in speaker and listener in speaker.split("、"):
@@ -360,6 +360,9 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
         name = _sentence_subject(clauses[:-1], lexicon) or name  # 庞元只道张世开打小厮，他便叫道 → 庞元
+    if name in COLLECTIVES and len(clauses) > 1:
+        group = _sentence_subject(clauses[:-1], lexicon)
+        name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
     name = name or _sentence_subject(clauses[:-1], lexicon)
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎

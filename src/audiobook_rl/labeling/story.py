@@ -278,6 +278,8 @@ class Story:
         # Anyone named in narration right after a descriptor, or naming himself in his own line.
         for match in _AFTER_DESCRIPTOR.finditer(text):
             head = match.group(2)
+            if head_of(text[match.start() : match.end(2)]) is None:
+                continue  # 此间人, 军汉: not the one person a bare 那人 or 那汉 stands for
             far = 60 if match.group(1).startswith("一") else 6  # 当先一个好汉，戴熟铜盔，…，乃是…曾魁
             name = _named(text[match.end(2) : match.end()], names, _KIND_OF[head] == "woman", far)
             if name:
