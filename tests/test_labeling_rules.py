@@ -359,3 +359,13 @@ def test_a_clause_that_says_who_someone_is_gives_the_name():
     # 是 after seeing or knowing: the one seen is not the one who speaks.
     assert said("　　郑屠看时，见是鲁提辖，慌忙出柜身来唱喏道：“提辖恕罪。”") == ["郑屠"]
     assert said("　　酒保唱了喏，认得是鲁提辖，便道：“提辖官人，打多少酒？”") == ["酒保"]
+
+
+def test_the_one_the_narration_asked_answers_a_tag_without_a_subject():
+    names = Lexicon(names={"何涛", "管营", "差拨", "宋江"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　何涛心内疑惑，便问那当村住的人。说道：“小人们虽是在此居住。”") == ["当村住的人"]
+    text = "　　便差人唤到管营、差拨，问他两个时，那里敢隐瞒。只得直说道：“这人来时不见有风病。”"
+    assert said(text) == ["管营、差拨"]
+    # Asking about something is no one to answer; the subject goes on.
+    assert said("　　宋江问了地名，心中暗喜。便道：“此间好去处。”") == ["宋江"]

@@ -59,6 +59,15 @@ def test_an_old_woman_named_by_her_name_is_the_old_woman_of_later_tags():
     assert speakers_in(FILLER * 2 + excerpt, excerpt) == ["婆子"]
 
 
+def test_a_mother_named_by_her_son_is_the_old_woman_of_later_tags():
+    named = "　　雷横的母亲正来送饭，看见儿子吃他掤扒在那里，便哭起来。\n"
+    excerpt = "　　那婆婆道：“几曾见原告人自监着被告号令的道理。”\n"
+    assert speakers_in(named + FILLER + excerpt, excerpt, NAMES | {"雷横"}) == ["雷横的母亲"]
+    # Spoken of in a line, she is not in the scene.
+    spoken = "　　宋江道：“雷横的母亲在家么？”\n"
+    assert speakers_in(spoken + FILLER + excerpt, excerpt, NAMES | {"雷横"}) == ["婆婆"]
+
+
 def test_a_descriptor_named_in_the_narration_right_after_it():
     named = "　　前面一个妇人，背后一个大汉。那大汉不是别人，却正是菜园子张青。\n"
     excerpt = "　　那大汉道：“快解了我兄弟。”\n"

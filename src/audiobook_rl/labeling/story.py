@@ -72,6 +72,7 @@ _NEW = "(?<![这那此少没无是似像])(?:一个|一条|一位|一员|有个|
 _COMES_OUT = re.compile("(?:走出|转出|闪出|撞出|跳出|出来)(?:那|这)?(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
 # A wife who is the subject of a clause (老婆听的声唤): another woman than the one bound, if that one
 # did not come up just before.
+_MOTHER = "(?:的)?(?:母亲|老母|娘)(?![子儿亲])"
 _WIFE = re.compile("(?<=[，,。：:；;！？\n　])(?:老婆|浑家|妻子)(?![”’])")
 # A woman named formally (有个使女，小名唤做潘金莲; 因此小字唤做巧云; 叫做玉兰) or by her role (有个女儿婆惜,
 # 娘子贾氏, 郡主琼英); servants named by their role are left out: the mistress of the house is the 妇人
@@ -268,6 +269,12 @@ class Story:
                 if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
                     continue  # a woman the people talk about, or one set apart, is not the one in the scene
                 add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
+
+        # A mother named by her son (雷横的母亲正来送饭 … 那婆婆道): the old woman of the scene.
+        sons = sorted((n for n in names.names if is_surname(n) and not is_descriptor(n, names)), key=len, reverse=True)
+        for match in re.finditer("(?:" + "|".join(map(re.escape, sons)) + ")" + _MOTHER if sons else "(?!)", text):
+            if not _inside(quoted, match.start()):
+                add("old woman", match.start(), _NAMED, match.group())
 
         # The bare word again, outside quotes (长老道, 那和尚): the one bound goes on being meant.
         kept = [h for h, kind in _KIND_OF.items() if kind in _KEPT_BY_MENTION]
