@@ -369,3 +369,24 @@ def test_the_one_the_narration_asked_answers_a_tag_without_a_subject():
     assert said(text) == ["管营、差拨"]
     # Asking about something is no one to answer; the subject goes on.
     assert said("　　宋江问了地名，心中暗喜。便道：“此间好去处。”") == ["宋江"]
+
+
+def test_a_verb_phrase_is_no_name_and_no_descriptor():
+    # 入去 (a verb and its direction) before 听 is no name; the one before goes on.
+    assert speakers("　　史进道：“我去听。”便入去听了一个时辰，出来说道：“他那三四个交头接耳说话。”") == ["史进", "史进"]
+    names = Lexicon(names={"王观察"})
+    assert [s for s, _ in quotes("　　皇叔方垕听了大怒，喝道：“这厮无礼！”", names)] == ["皇叔方垕"]
+    # 两拳打翻两个小喽啰: a number, a verb, and its object; nobody new acts.
+    assert speakers("　　史进跳起身来，两拳打翻两个小喽啰，便叫道：“走！”") == ["史进"]
+    assert speakers("　　江岸边早拥上三五百人在柳阴树下看。都道：“这黑大汉今番却着道儿。”") == ["三五百人"]
+    assert speakers("　　院公出来说道：“殿下在庭心里踢气球，你自过去。”") == ["院公"]
+
+
+def test_a_nickname_the_novel_often_puts_before_a_name_gives_the_name_in_the_verbs_clause():
+    novel = "神医安道全道：“是。”神医安道全又道：“好。”神医安道全便道：“来。”"
+    names = Lexicon(names={"安道全", "张清", "宋江", "薛永", "穆太公", "李逵"}, text=novel)
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　先使人往檀州问张清箭疮如何，神医安道全使人回话道：“虽然外损皮肉，却不伤内。”") == ["安道全"]
+    # A verb before a name in the verb's clause: the name is spoken to.
+    assert said("　　宋江作别穆太公并众位好汉，临行分付薛永：“你可去山寨。”") == ["宋江"]
+    assert said("　　老儿大怒，便来揪住李逵喝道：“你是何道理打翻我面！”") == ["老儿"]

@@ -71,7 +71,7 @@ PERSON_HEADS = (
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
     "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "道童", "头陀", "贼秃", "秃驴", "秃厮",
-    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "汉", "厮", "人",
+    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -234,6 +234,7 @@ def _plausible(word: str) -> bool:
         and not (len(word) > 2 and word[-1] in "里中上下边处")  # 班部丛中: a place (but 小衙内)
         and word not in NOT_NAMES
         and not _TIME_PHRASE.search(word)
+        and not (word[-1] in "来去" and word[-2] in "出入回进过上下起")  # 入去, 回来: a verb and its direction
     )
 
 
@@ -367,15 +368,16 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     if described:
         return described
     titled = _titled_name(clause, names)
-    if not titled and first:
+    if not titled and (first or verb_clause):
         # A place or title before a name in subject position (大辽郎主听了大怒 → 郎主).
         loose = _titled_name(clause, names, strict=False)
         after = clause[clause.find(loose) + len(loose) :] if loose else ""
         gap = clause[: clause.find(loose)] if loose else ""
-        nickname = loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
-        # A two-character nickname only where the novel often puts it before the name (浪子燕青).
-        nickname = nickname or (len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3)
-        titled = loose if loose and (after[:1] in _AFTER_SUBJECT or nickname) else None
+        nickname = first and loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
+        # A two-character nickname only where the novel often puts it before the name (浪子燕青,
+        # 神医安道全使人回话道: in the verb's clause too, where a verb may stand before a name).
+        often = len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3
+        titled = loose if loose and ((first and after[:1] in _AFTER_SUBJECT) or nickname or often) else None
     if titled:
         return titled
     perceiving = first and rest[:1] in _PERCEIVING
@@ -516,8 +518,12 @@ def _descriptor(
         before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
         acting = first and not start and rest[len(head or "") : len(head or "") + 1] in _AFTER_SUBJECT | _MOVING  # 御弟大王自折了…, 逃难军士奔回来
         placed = start and clause[:start] in _PLACES and len(head or "") >= 3  # 正南上旗牌官拿着…
-        if head and _noun(head) in ("人", "汉") and len(head) >= 4 and "的" not in head and len(opener) <= 1 and opener not in "那这":
-            head = None  # 一时利动人: a phrase that ends in 人, not a person (but 那些随从贼人)
+        if head and "的" not in head and len(head) - len(_noun(head)) >= 3 and (
+            (opener in _NUMERAL and opener) or (not opener and _noun(head) in ("人", "汉") and len(head) >= 4)
+        ):
+            if opener:
+                return None  # 两拳打翻两个小喽啰: a verb phrase, and what follows it is its object
+            head = None  # 神医安道全使人: a phrase that ends in 人, not a person (but 那些随从贼人)
         if head and (opener or before_verb or _plain_descriptor(head) or (introduced and not start) or acting or placed):
             if len(head) >= 2:
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
@@ -603,8 +609,9 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
     (塞到裴寒山手里). After a demonstrative any words without a verb may stand before the name
     (那梢公船火儿张横)."""
     word = _span(clause, 8, title=True)
-    for i in range(2, min(len(word) - 1, 6)):
-        name = names.name_at(word, i)
+    for i in range(2, min(len(word), 6)):
+        # The name may run past the span: 神医安道全 (道 stops a span, not a known name).
+        name = names.name_at(word, i) if i < len(word) - 1 else names.name_at(clause, i)
         if name and common_noun(name):
             continue  # 柴大官人: 官人 is no one's name
         if name and (word[i - 1] in _TITLE_ENDS or (not strict and is_surname(name))) and not any(ch in STOP - {"将"} for ch in word[:i]):
