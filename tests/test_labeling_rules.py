@@ -332,6 +332,7 @@ def test_a_descriptor_after_a_place_keeps_its_noun_without_the_number():
 def test_one_who_does_something_speaks_as_what_he_does():
     # 把门的: 把 opens the subject here, no listener follows it.
     assert speakers("　　李逵便出到门前。把门的问道：“大郎那里去？”") == ["把门的"]
+    assert speakers("　　有认得的喝道：“使不得！这个是本县雷都头。”") == ["认得的"]
     # 把 before the one acted on: the subject of the sentence acts and speaks.
     assert speakers("　　李逵便出到门前，把守门的都推开，喝道：“走！”") == ["李逵"]
 

@@ -82,6 +82,15 @@ def test_a_descriptor_named_in_the_narration_right_after_it():
     assert speakers_in(named + excerpt, excerpt) == ["慕容彦达"]
 
 
+def test_asking_a_name_names_nobody():
+    # 你这汉子姓甚名谁: a question, not 姓X名Y.
+    asked = "　　李逵仰着脸问道：“你这汉子姓甚名谁？”\n"
+    excerpt = "　　那汉道：“老爷没姓。”\n"
+    assert speakers_in(asked + excerpt, excerpt) == ["那汉"]
+    named = "　　李逵仰着脸看那汉子，姓焦名挺，中山府人氏。\n"
+    assert speakers_in(named + excerpt, excerpt) == ["焦挺"]
+
+
 def test_a_speaker_who_names_himself_is_named_and_stays_named():
     assert self_named("小人姓刘名唐，祖贯东潞州人氏。", Lexicon()) == "刘唐"
     assert self_named("贫道复姓公孙，单讳一个胜字，道号一清先生。", Lexicon()) == "公孙胜"

@@ -349,9 +349,9 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     pair = _NUMBERED_PAIR.match(clause) if first else None
     if pair and all(name_shaped(w) for w in pair.groups()):
         return "、".join(pair.groups())  # 刘二、刘三管待解珍、解宝 (brothers named by their rank)
-    nominal = re.match(f"[\u4e00-\u9fff]{{2,3}}的(?=[{''.join(sorted(_EARLY_STOP))}]|[便又也却][\u4e00-\u9fff]?[道说问叫])", clause)
+    nominal = re.match(f"有?([\u4e00-\u9fff]{{2,3}}的)(?=[{''.join(sorted(_EARLY_STOP))}]|[便又也却][\u4e00-\u9fff]?[道说问叫])", clause)
     if verb_clause and nominal and clause[0] not in "那这" and not clause.startswith(PRONOUNS) and not names.name_at(clause, 0):
-        return nominal.group()  # 把门的问道, 卖酒的便道: the one who does it (把 is no listener here)
+        return nominal.group(1)  # 把门的问道, 卖酒的便道: the one who does it (把 is no listener here); 有认得的喝道
     if (clause[0] in LISTENER_MARKERS and names.name_at(clause, 1)) or _addressed(clause):
         # 与燕青道, 分付戴宗道: the subject was left out, the name is the listener; but a verb
         # may open a relative clause before the subject (送饭的那个人来请道).
