@@ -11,7 +11,8 @@ the text has not named that person (the descriptor is then the right voice). A d
   (``那人不是别人，正是……姓宋名江``) or who names himself in his own line
   (``那汉道：“小人姓刘名唐…”``);
 - whoever was last mentioned by a name that ends the way the descriptor does: ``王婆`` for
-  ``婆子``, ``潘公`` or ``金老`` for ``老儿``, ``海阇黎`` for ``和尚``, ``庄主狄太公`` for ``太公``.
+  ``婆子``, ``潘公`` or ``金老`` for ``老儿``, ``海阇黎`` for ``和尚``, ``庄主狄太公`` for ``太公``;
+- an old woman (``那婆婆``) the narration named by her son (``雷横的母亲正来送饭``).
 
 A binding ends when the text brings in a new person of the same kind (``一个妇人``, ``一条大汉``)
 without having spoken of the bound one just before, when a sentence sets the descriptor beside the
