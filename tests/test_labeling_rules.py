@@ -102,7 +102,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v3" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v4" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -305,3 +305,89 @@ def test_words_written_down_are_read_by_the_narrator_but_a_speaker_named_like_th
     script = RuleLabeler(SHUIHU_NAMES).label_text("　　堂前柱上，立朱红牌二面，各有金书七个字，道是：“常怀贞烈常忠义，不爱资财不扰民”。")
     assert all(s.speaker == NARRATOR for s in script)
     assert [s for s, _ in quotes("　　梁中书道：“着副牌军施逞本身武艺。”", Lexicon(names={"梁中书"}))] == ["梁中书"]
+
+
+def test_person_nouns_of_the_novel_speak_where_a_clause_opens_with_them():
+    # 道童, 贼秃 and 众 with a one-character noun are people; the name in an earlier clause is not.
+    text = "　　太尉连问数声，道童呵呵大笑，拿着铁笛，指着洪太尉说道：“你来此间，莫非要见天师么？”"
+    assert speakers(text) == ["道童"]
+    assert speakers("　　太尉连问数声，拿着铁笛，指着道童说道：“你从那里来？”") == ["太尉"]
+    assert speakers("　　这贼秃淫心荡漾，向前捧住那妇人，说道：“我把娘子十分错爱。”") == ["贼秃"]
+    assert speakers("　　寺内众僧推开窗，指着那潮头叫鲁智深看，说道：“这潮信日夜两番来。”") == ["众僧"]
+    assert speakers("　　鲁达推开窗，指着众僧说道：“这潮信日夜两番来。”") == ["鲁达"]
+
+
+def test_a_place_the_names_hold_before_a_person_is_a_place():
+    names = Lexicon(names={"胡梯", "林冲", "燕青"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　胡梯上一个年小的后生，独自背立着，把林冲的娘子拦着道：“你且上楼去。”") == ["后生"]
+    assert said("　　燕青上前拦住道：“哥哥且住。”") == ["燕青"]
+
+
+def test_a_descriptor_after_a_place_keeps_its_noun_without_the_number():
+    assert speakers("　　只见店门前两三军汉，牵着一匹马，来店里寻问主人道：“那个是打虎的武都头？”") == ["军汉"]
+    assert speakers("　　只见巷口酒店里酒保来说道：“董端公，一位官人请说话。”") == ["酒保"]
+
+
+def test_one_who_does_something_speaks_as_what_he_does():
+    # 把门的: 把 opens the subject here, no listener follows it.
+    assert speakers("　　李逵便出到门前。把门的问道：“大郎那里去？”") == ["把门的"]
+    assert speakers("　　有认得的喝道：“使不得！这个是本县雷都头。”") == ["认得的"]
+    # 把 before the one acted on: the subject of the sentence acts and speaks.
+    assert speakers("　　李逵便出到门前，把守门的都推开，喝道：“走！”") == ["李逵"]
+
+
+def test_two_names_joined_by_and_act_together_and_a_group_is_no_verbs_object():
+    names = Lexicon(names={"陆虞候", "富安", "老都管", "宋江", "戴宗"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    text = "　　那陆虞候和富安见老都管来问病，两个商量道：“只除恁的。”两个邀老都管僻静处说道：“若要衙内病好。”"
+    assert said(text) == ["陆虞候、富安", "陆虞候、富安"]
+    # In the verb's own clause 和 is "to": one speaks to the other.
+    assert said("　　宋江和戴宗道：“兄弟，你先去。”") == ["宋江"]
+
+
+def test_a_phrase_that_ends_in_a_person_noun_is_not_a_descriptor():
+    assert speakers("　　那人见了财物，一时利动人，心便道：“端的有这两个人在里面。”") == ["那人"]
+    assert speakers("　　那些随从贼人，在岸上齐声叫道：“渔人撑拢船来！”") == ["随从贼人"]
+
+
+def test_a_clause_that_says_who_someone_is_gives_the_name():
+    novel = "冯喜道：“是。”冯喜又道：“好。”曾魁道：“来。”曾魁喝道：“住！”"
+    names = Lexicon(names={"吕师囊", "方腊", "鲁提辖", "郑屠", "天使", "酒保"}, text=novel)
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　那天使是方腊面前引进使冯喜，悄悄地对吕师囊道：“近日司天太监奏道。”") == ["冯喜"]
+    assert said("　　当先一个好汉，骑着匹冲阵马，乃是曾家第四子曾魁。高声喝道：“你等是梁山泊反国草寇！”") == ["曾魁"]
+    # 是 after seeing or knowing: the one seen is not the one who speaks.
+    assert said("　　郑屠看时，见是鲁提辖，慌忙出柜身来唱喏道：“提辖恕罪。”") == ["郑屠"]
+    assert said("　　酒保唱了喏，认得是鲁提辖，便道：“提辖官人，打多少酒？”") == ["酒保"]
+
+
+def test_the_one_the_narration_asked_answers_a_tag_without_a_subject():
+    names = Lexicon(names={"何涛", "管营", "差拨", "宋江"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　何涛心内疑惑，便问那当村住的人。说道：“小人们虽是在此居住。”") == ["当村住的人"]
+    text = "　　便差人唤到管营、差拨，问他两个时，那里敢隐瞒。只得直说道：“这人来时不见有风病。”"
+    assert said(text) == ["管营、差拨"]
+    # Asking about something is no one to answer; the subject goes on.
+    assert said("　　宋江问了地名，心中暗喜。便道：“此间好去处。”") == ["宋江"]
+
+
+def test_a_verb_phrase_is_no_name_and_no_descriptor():
+    # 入去 (a verb and its direction) before 听 is no name; the one before goes on.
+    assert speakers("　　史进道：“我去听。”便入去听了一个时辰，出来说道：“他那三四个交头接耳说话。”") == ["史进", "史进"]
+    names = Lexicon(names={"王观察"})
+    assert [s for s, _ in quotes("　　皇叔方垕听了大怒，喝道：“这厮无礼！”", names)] == ["皇叔方垕"]
+    # 两拳打翻两个小喽啰: a number, a verb, and its object; nobody new acts.
+    assert speakers("　　史进跳起身来，两拳打翻两个小喽啰，便叫道：“走！”") == ["史进"]
+    assert speakers("　　江岸边早拥上三五百人在柳阴树下看。都道：“这黑大汉今番却着道儿。”") == ["三五百人"]
+    assert speakers("　　院公出来说道：“殿下在庭心里踢气球，你自过去。”") == ["院公"]
+
+
+def test_a_nickname_the_novel_often_puts_before_a_name_gives_the_name_in_the_verbs_clause():
+    novel = "神医安道全道：“是。”神医安道全又道：“好。”神医安道全便道：“来。”"
+    names = Lexicon(names={"安道全", "张清", "宋江", "薛永", "穆太公", "李逵"}, text=novel)
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　先使人往檀州问张清箭疮如何，神医安道全使人回话道：“虽然外损皮肉，却不伤内。”") == ["安道全"]
+    # A verb before a name in the verb's clause: the name is spoken to.
+    assert said("　　宋江作别穆太公并众位好汉，临行分付薛永：“你可去山寨。”") == ["宋江"]
+    assert said("　　老儿大怒，便来揪住李逵喝道：“你是何道理打翻我面！”") == ["老儿"]

@@ -59,6 +59,15 @@ def test_an_old_woman_named_by_her_name_is_the_old_woman_of_later_tags():
     assert speakers_in(FILLER * 2 + excerpt, excerpt) == ["婆子"]
 
 
+def test_a_mother_named_by_her_son_is_the_old_woman_of_later_tags():
+    named = "　　雷横的母亲正来送饭，看见儿子吃他掤扒在那里，便哭起来。\n"
+    excerpt = "　　那婆婆道：“几曾见原告人自监着被告号令的道理。”\n"
+    assert speakers_in(named + FILLER + excerpt, excerpt, NAMES | {"雷横"}) == ["雷横的母亲"]
+    # Spoken of in a line, she is not in the scene.
+    spoken = "　　宋江道：“雷横的母亲在家么？”\n"
+    assert speakers_in(spoken + FILLER + excerpt, excerpt, NAMES | {"雷横"}) == ["婆婆"]
+
+
 def test_a_descriptor_named_in_the_narration_right_after_it():
     named = "　　前面一个妇人，背后一个大汉。那大汉不是别人，却正是菜园子张青。\n"
     excerpt = "　　那大汉道：“快解了我兄弟。”\n"
@@ -71,6 +80,15 @@ def test_a_descriptor_named_in_the_narration_right_after_it():
     named = "　　且说青州府知府正值升厅坐公座。那知府复姓慕容，双名彦达，是今上徽宗天子慕容贵妃之兄。\n"
     excerpt = "　　知府接来，看了文书，吃了一惊，便道：“花荣是个功臣之子。”\n"
     assert speakers_in(named + excerpt, excerpt) == ["慕容彦达"]
+
+
+def test_asking_a_name_names_nobody():
+    # 你这汉子姓甚名谁: a question, not 姓X名Y.
+    asked = "　　李逵仰着脸问道：“你这汉子姓甚名谁？”\n"
+    excerpt = "　　那汉道：“老爷没姓。”\n"
+    assert speakers_in(asked + excerpt, excerpt) == ["那汉"]
+    named = "　　李逵仰着脸看那汉子，姓焦名挺，中山府人氏。\n"
+    assert speakers_in(named + excerpt, excerpt) == ["焦挺"]
 
 
 def test_a_speaker_who_names_himself_is_named_and_stays_named():
@@ -88,6 +106,18 @@ def test_many_people_are_not_resolved_to_the_one_named():
     named = "　　当先一个好汉，乃是李忠。\n"
     excerpt = "　　那好汉道：“且住。”四个好汉齐答道：“愿往。”\n"
     assert speakers_in(named + excerpt, excerpt) == ["李忠", "好汉"]
+    # Any measure word counts (两筹好汉, 一伙好汉).
+    excerpt = "　　那好汉道：“且住。”只见两筹好汉喝一声道：“那里去！”\n"
+    assert speakers_in(named + excerpt, excerpt) == ["李忠", "好汉"]
+
+
+def test_a_place_and_a_person_noun_is_no_descriptor_for_a_name_after_it():
+    # 是此间人，姓穆名弘: 人 after 此间 is no 那人, so a later 那人 is not 穆弘.
+    excerpt = "　　那人问道：“兄长何处见吴学究来？”\n"
+    local = "　　李俊便道：“这弟兄两个富户，是此间人，姓穆名弘，绰号没遮拦。”\n"
+    assert speakers_in(local + FILLER + excerpt, excerpt, NAMES | {"穆弘"}) == ["那人"]
+    named = "　　那人不是别人，正是穆弘。\n"
+    assert speakers_in(named + FILLER + excerpt, excerpt, NAMES | {"穆弘"}) == ["穆弘"]
 
 
 def test_the_text_before_an_excerpt_tells_who_goes_on_speaking():

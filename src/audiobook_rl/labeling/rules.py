@@ -55,6 +55,8 @@ _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
 _SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道)[：:，,]?$")
 _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
+# 问 and whom it asks, to the end of the clause (not 问道, 动问: a question in speech).
+_ASKED = re.compile("(?<![动请借])问(?:了|着)?(?:那|这)?(?:个)?([\u4e00-\u9fff]{2,8})$")
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 # A descriptor right before the speech verb inside a clause that opened with someone else, the comma
 # left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
@@ -100,8 +102,13 @@ class _State:
     topic: str | None = None  # the last subject seen, one person or a group: a verb without one goes on with it
     mentioned: str | None = None  # the last name seen anywhere in an earlier sentence
     mentioned_now: str | None = None  # … and in the sentence just read
+    asked: str | None = None  # whom the last sentence of narration asked (便问那当村住的人。): he answers next
 
     def spoke(self, speaker: str) -> None:
+        self.asked = None
+        self._spoke(speaker)
+
+    def _spoke(self, speaker: str) -> None:
         if speaker == UNKNOWN_SPEAKER:
             return
         if speaker in self.recent:
@@ -130,7 +137,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v3"
+    model = "rules-v4"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -247,7 +254,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         if speaker == UNKNOWN_SPEAKER or is_descriptor(speaker, lexicon) or not _proper(speaker, lexicon):
             # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
             speaker = self_named(text, lexicon) or speaker
-        if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
+        if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员条对起伙群队班彪簇枝支筹]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
             speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
         listener = _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)
         if "、" in speaker and listener in speaker.split("、"):
@@ -301,6 +308,8 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
         state.saw(name)
     # A name in the sentence that introduces a quote is most often the listener or an object
     # (走到裴寒山桌前，道): only names of earlier sentences stand in for a missing speaker.
+    if re.search(r"[。！？!?]$", sentence):
+        state.asked = _asked(sentence, lexicon, state)  # (a tag sentence, …问道：, asks in its own quote)
     state.mentioned = state.mentioned_now or state.mentioned
     state.mentioned_now = _last_name(sentence, lexicon)
     tone, intensity = ("紧张", 3 if sentence.rstrip("”’").endswith("！") else 2) if _TENSE_NARRATION.search(sentence) else ("平静", 1)
@@ -360,6 +369,9 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
         name = _sentence_subject(clauses[:-1], lexicon) or name  # 庞元只道张世开打小厮，他便叫道 → 庞元
+    if name in COLLECTIVES and len(clauses) > 1:
+        group = _sentence_subject(clauses[:-1], lexicon)
+        name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
     name = name or _sentence_subject(clauses[:-1], lexicon)
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎
@@ -373,7 +385,27 @@ def _carried(verb: str, state: _State) -> str:
         if _ANSWER.match(strip_lead(verb)) and state.other_speaker():
             return state.other_speaker()
         return state.recent[-1]
+    if state.asked:
+        return state.asked  # 便问那当村住的人。说道: the one asked answers
     return _resolve(state.topic or "他", state)
+
+
+def _asked(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
+    """Whom a sentence of narration asks (便问那当村住的人, 问他两个时): a name, a group of names
+    given in the sentence, or a person noun; None if it asks nobody or something (问了地名)."""
+    for clause in reversed(_clauses(sentence.rstrip("。！？!?"))):
+        match = _ASKED.search(clause)
+        if not match:
+            continue
+        asked = re.sub("(?:时|一声|一遍)$", "", match.group(1))
+        if asked.startswith("他") and asked[1:] in COLLECTIVES or asked in COLLECTIVES:
+            group = _last_group(sentence[: sentence.find(clause)], lexicon)  # 唤到管营、差拨，问他两个时
+            return group or _resolve(asked[1:] if asked.startswith("他") else asked, state)
+        name = names_at_start(asked, lexicon)
+        if name and name == asked:
+            return name
+        return asked if asked.endswith(PERSON_HEADS) and len(asked) <= 6 else None
+    return None
 
 
 def _resolve(name: str, state: _State) -> str:
@@ -388,6 +420,18 @@ def _resolve(name: str, state: _State) -> str:
     if name in PRONOUNS:
         return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER
     return name
+
+
+def _last_group(text: str, lexicon: Lexicon) -> str | None:
+    """The last names in ``text`` joined by 、 (唤到管营、差拨 → 管营、差拨)."""
+    groups: list[list] = []
+    for match in lexicon.names_in(text):
+        if groups and text[groups[-1][-1].end() : match.start()] == "、":
+            groups[-1].append(match)
+        else:
+            groups.append([match])
+    last = next((g for g in reversed(groups) if len(g) > 1), None)
+    return "、".join(m.group() for m in last) if last else None
 
 
 def _last_name(sentence: str, lexicon: Lexicon) -> str | None:

@@ -11,7 +11,8 @@ the text has not named that person (the descriptor is then the right voice). A d
   (``那人不是别人，正是……姓宋名江``) or who names himself in his own line
   (``那汉道：“小人姓刘名唐…”``);
 - whoever was last mentioned by a name that ends the way the descriptor does: ``王婆`` for
-  ``婆子``, ``潘公`` or ``金老`` for ``老儿``, ``海阇黎`` for ``和尚``, ``庄主狄太公`` for ``太公``.
+  ``婆子``, ``潘公`` or ``金老`` for ``老儿``, ``海阇黎`` for ``和尚``, ``庄主狄太公`` for ``太公``;
+- an old woman (``那婆婆``) the narration named by her son (``雷横的母亲正来送饭``).
 
 A binding ends when the text brings in a new person of the same kind (``一个妇人``, ``一条大汉``)
 without having spoken of the bound one just before, when a sentence sets the descriptor beside the
@@ -72,6 +73,7 @@ _NEW = "(?<![这那此少没无是似像])(?:一个|一条|一位|一员|有个|
 _COMES_OUT = re.compile("(?:走出|转出|闪出|撞出|跳出|出来)(?:那|这)?(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
 # A wife who is the subject of a clause (老婆听的声唤): another woman than the one bound, if that one
 # did not come up just before.
+_MOTHER = "(?:的)?(?:母亲|老母|娘)(?![子儿亲])"
 _WIFE = re.compile("(?<=[，,。：:；;！？\n　])(?:老婆|浑家|妻子)(?![”’])")
 # A woman named formally (有个使女，小名唤做潘金莲; 因此小字唤做巧云; 叫做玉兰) or by her role (有个女儿婆惜,
 # 娘子贾氏, 郡主琼英); servants named by their role are left out: the mistress of the house is the 妇人
@@ -82,7 +84,7 @@ _WOMAN_WORDS = re.compile("女儿|女子|使女|女使|妇人|娘子|养娘|行�
 _ROLE = re.compile("(?<!男)(?:女儿|娘子|浑家|夫人|郡主|公主|女将|行首)")
 # Naming in narration: 那人不是别人，正是……姓宋名江 / 岸上提锄头的那汉，便是阮小二.
 _IS = re.compile(r"(?:不是别人|非是别人)?[，,]?(?:正是|便是|却是|乃是|原来是|原来正是)")
-_SURNAME_GIVEN = re.compile(f"姓([{_CJK}]{{1,2}})[，,]?(?:双|单)?(?:名|讳)(?:一个|个)?([{_CJK}](?:(?![的字是也便])[{_CJK}])?)")
+_SURNAME_GIVEN = re.compile(f"姓(?![甚什何谁])([{_CJK}]{{1,2}})[，,]?(?:双|单)?(?:名|讳)(?:一个|个)?([{_CJK}](?:(?![的字是也便])[{_CJK}])?)")
 _AFTER_DESCRIPTOR = re.compile(
     f"(那|这|此|一个|一员|一位|一条)(?:个)?[{_CJK}]{{0,4}}?(" + "|".join(_HEADS) + ")[^。！？!?\n“”：:]{0,60}"
 )
@@ -269,6 +271,12 @@ class Story:
                     continue  # a woman the people talk about, or one set apart, is not the one in the scene
                 add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
 
+        # A mother named by her son (雷横的母亲正来送饭 … 那婆婆道): the old woman of the scene.
+        sons = sorted((n for n in names.names if is_surname(n) and not is_descriptor(n, names)), key=len, reverse=True)
+        for match in re.finditer("(?:" + "|".join(map(re.escape, sons)) + ")" + _MOTHER if sons else "(?!)", text):
+            if not _inside(quoted, match.start()):
+                add("old woman", match.start(), _NAMED, match.group())
+
         # The bare word again, outside quotes (长老道, 那和尚): the one bound goes on being meant.
         kept = [h for h, kind in _KIND_OF.items() if kind in _KEPT_BY_MENTION]
         for match in re.finditer("|".join(sorted(kept, key=len, reverse=True)), text):
@@ -278,6 +286,8 @@ class Story:
         # Anyone named in narration right after a descriptor, or naming himself in his own line.
         for match in _AFTER_DESCRIPTOR.finditer(text):
             head = match.group(2)
+            if head_of(text[match.start() : match.end(2)]) is None:
+                continue  # 此间人, 军汉: not the one person a bare 那人 or 那汉 stands for
             far = 60 if match.group(1).startswith("一") else 6  # 当先一个好汉，戴熟铜盔，…，乃是…曾魁
             name = _named(text[match.end(2) : match.end()], names, _KIND_OF[head] == "woman", far)
             if name:

@@ -70,7 +70,8 @@ PERSON_HEADS = (
     "丫头", "孩子", "胖子", "瘦子", "矮子", "小子", "邻舍", "街坊", "探马", "哨马", "细作", "家丁", "奶子",
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
-    "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "汉", "厮", "人",
+    "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "道童", "头陀", "贼秃", "秃驴", "秃厮",
+    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -90,7 +91,7 @@ _PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前",
            "城里", "城内", "城外", "寨里", "寨中", "庄上", "庄里", "山上", "山下", "店里", "府里", "府中", "县里",
            "正南上", "正北上", "正东上", "正西上", "东南上", "西南上", "东北上", "西北上"}  # fmt: skip
 # Nouns of places that take a locative (关前, 寨里, 船头上): with it they set the scene before a subject.
-_PLACE_NOUNS = set("关寨营城门阵殿庄山岭桥江河船店庙堂厅楼帐林坡岸树路窗屋府县街巷")
+_PLACE_NOUNS = set("关寨营城门阵殿庄山岭桥江河船店庙寺堂厅楼帐林坡岸树路窗屋府县街巷")
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
 # What is left of a clause after its subject when the subject stands right before the verb.
 _VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$|^[\u4e00-\u9fff]{1,3}?来(?:说道|报道|叫道)[：:，,]?$")
@@ -103,7 +104,7 @@ _PASSIVE = set("被吃")
 _MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
 _SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)
 _THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|又|也|早|只)?有")  # 随军内却有公孙胜
-_VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送")  # verbs that take a name as object
+_VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送邀")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
 _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
@@ -233,6 +234,7 @@ def _plausible(word: str) -> bool:
         and not (len(word) > 2 and word[-1] in "里中上下边处")  # 班部丛中: a place (but 小衙内)
         and word not in NOT_NAMES
         and not _TIME_PHRASE.search(word)
+        and not (word[-1] in "来去" and word[-2] in "出入回进过上下起")  # 入去, 回来: a verb and its direction
     )
 
 
@@ -241,8 +243,45 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
 
     ``verb_clause``: the clause ends in the speech verb, so an unknown word right before a short
     verb phrase is a name (殿头官喝道). ``first``: the clause opens its sentence, so an unknown word
-    followed by an adverb is a name (王观察又捉了… → 王观察).
+    followed by an adverb is a name (王观察又捉了… → 王观察). A clause that says who someone is
+    gives the name (那天使是…引进使冯喜 → 冯喜, 乃是曾家第四子曾魁 → 曾魁), and two names joined by
+    和 outside the verb's clause act together (那陆虞候和富安见老都管来问病 → 陆虞候、富安).
     """
+    named = _identified(clause.strip(" \t　”’。！？"), names)
+    if named:
+        return named
+    found = _subject(clause, names, verb_clause=verb_clause, first=first)
+    if found and not verb_clause and "、" not in found and found in clause:
+        after = clause[clause.find(found) + len(found) :]
+        partner = after[:1] == "和" and names.name_at(after, 1)
+        if partner and is_surname(partner) and not common_noun(partner) and after[1 + len(partner) : 2 + len(partner)] != "的":
+            return f"{found}、{partner}"
+    return found
+
+
+# Who someone is: 那天使是方腊面前引进使冯喜, 当案却是黄孔目, 乃是曾家第四子曾魁 (not 不是, 是个).
+_IS = re.compile("(?<!不)(?:乃|正|便|却|原来|原来正)?是(?![个一谁甚那这])")
+
+
+def _identified(clause: str, names: Names) -> str | None:
+    """The name a clause gives someone after 是, where the words before it name nobody."""
+    match = _IS.search(clause)
+    who = strip_lead(clause[: match.start()]).lstrip("那这此个") if match else ""
+    if not match or (not who and match.group() == "是") or match.start() > 6 or any(ch in STOP for ch in who) or who.endswith(tuple("得知识晓")) or any(is_surname(m.group()) for m in names.names_in(who)):
+        return None  # (认得是鲁提辖, 见是…: the one seen, not who the subject is)
+    rest = clause[match.end() :]
+    if not 2 <= len(rest) <= 12 or not all(_CJK.match(ch) for ch in rest):
+        return None
+    known = [m.group() for m in names.names_in(rest) if m.end() == len(rest)]
+    text = getattr(names, "text", "") or ""
+    shaped = [rest[-k:] for k in (3, 2) if name_shaped(rest[-k:]) and text.count(rest[-k:]) >= 2]  # (a name no tag holds)
+    for name in known[-1:] + shaped:
+        if is_surname(name) and not common_noun(name) and not any(ch in STOP for ch in rest[: -len(name)]):
+            return name
+    return None
+
+
+def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool = False) -> str | None:
     whole = clause.strip(" \t　”’")
     clause = strip_lead(clause)
     lead = whole[: len(whole) - len(clause)]
@@ -272,12 +311,18 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if clause[:1] in "那这" and clause[1:].startswith(COLLECTIVES):
         clause = clause[1:]  # 那两个道: the two just spoken of
     for word in COLLECTIVES if clause.startswith(COLLECTIVES) else ():
-        if clause.startswith(word) and not (names.name_at(clause, len(word)) or _head_prefix(clause[len(word) :]) or _PICKED.match(clause)):
-            return word  # 二人道 (but 两个公人道 is a descriptor)
+        after = clause[len(word) :]
+        described = _head_prefix(after) and after[:1] not in _VERB_CHARS | LISTENER_MARKERS
+        if clause.startswith(word) and not (names.name_at(clause, len(word)) or described or _PICKED.match(clause)):
+            return word  # 二人道 (but 两个公人道 is a descriptor; 两个邀老都管…: a verb and its object)
     pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None) if clause.startswith(PRONOUNS) else None
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
     name = _names_at(clause, names)
+    if name and "、" not in name and clause[len(name) : len(name) + 1] in _LOCATIVE and (
+        _opener(clause, len(name) + 1) or _head_prefix(clause[len(name) + 1 :])
+    ):
+        name = None  # 胡梯上一个年小的后生: a place (which the names may hold), then the one there
     if name and "、" not in name:
         kin = _KIN_AFTER.match(clause, len(name))
         if kin and not (names.name_at(clause, len(name)) or "").startswith(kin.group()):
@@ -304,6 +349,9 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     pair = _NUMBERED_PAIR.match(clause) if first else None
     if pair and all(name_shaped(w) for w in pair.groups()):
         return "、".join(pair.groups())  # 刘二、刘三管待解珍、解宝 (brothers named by their rank)
+    nominal = re.match(f"有?([\u4e00-\u9fff]{{2,3}}的)(?=[{''.join(sorted(_EARLY_STOP))}]|[便又也却][\u4e00-\u9fff]?[道说问叫])", clause)
+    if verb_clause and nominal and clause[0] not in "那这" and not clause.startswith(PRONOUNS) and not names.name_at(clause, 0):
+        return nominal.group(1)  # 把门的问道, 卖酒的便道: the one who does it (把 is no listener here); 有认得的喝道
     if (clause[0] in LISTENER_MARKERS and names.name_at(clause, 1)) or _addressed(clause):
         # 与燕青道, 分付戴宗道: the subject was left out, the name is the listener; but a verb
         # may open a relative clause before the subject (送饭的那个人来请道).
@@ -320,15 +368,16 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if described:
         return described
     titled = _titled_name(clause, names)
-    if not titled and first:
+    if not titled and (first or verb_clause):
         # A place or title before a name in subject position (大辽郎主听了大怒 → 郎主).
         loose = _titled_name(clause, names, strict=False)
         after = clause[clause.find(loose) + len(loose) :] if loose else ""
         gap = clause[: clause.find(loose)] if loose else ""
-        nickname = loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
-        # A two-character nickname only where the novel often puts it before the name (浪子燕青).
-        nickname = nickname or (len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3)
-        titled = loose if loose and (after[:1] in _AFTER_SUBJECT or nickname) else None
+        nickname = first and loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
+        # A two-character nickname only where the novel often puts it before the name (浪子燕青,
+        # 神医安道全使人回话道: in the verb's clause too, where a verb may stand before a name).
+        often = len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3
+        titled = loose if loose and ((first and after[:1] in _AFTER_SUBJECT) or nickname or often) else None
     if titled:
         return titled
     perceiving = first and rest[:1] in _PERCEIVING
@@ -420,6 +469,9 @@ def _shortened(descriptor: str, names: Names) -> str:
         if descriptor[i] in _LOCATIVE and descriptor[i + 1 :].endswith(PERSON_HEADS) and len(descriptor) - i > 2:
             descriptor = descriptor[i + 1 :]
             break
+    opener = _opener(descriptor)
+    if opener and _head_prefix(descriptor[len(opener) :]) == descriptor[len(opener) :]:
+        descriptor = descriptor[len(opener) :]  # 店门前两三军汉 → 军汉, as 两个公人 → 公人
     noun = descriptor.rsplit("的", 1)[-1]
     return noun if noun != descriptor and names.name_at(noun, 0) == noun else descriptor
 
@@ -466,6 +518,12 @@ def _descriptor(
         before_verb = verb_clause and head and _VERB_ONLY.match(rest[len(head) :])
         acting = first and not start and rest[len(head or "") : len(head or "") + 1] in _AFTER_SUBJECT | _MOVING  # 御弟大王自折了…, 逃难军士奔回来
         placed = start and clause[:start] in _PLACES and len(head or "") >= 3  # 正南上旗牌官拿着…
+        if head and "的" not in head and len(head) - len(_noun(head)) >= 3 and (
+            (opener in _NUMERAL and opener) or (not opener and _noun(head) in ("人", "汉") and len(head) >= 4)
+        ):
+            if opener:
+                return None  # 两拳打翻两个小喽啰: a verb phrase, and what follows it is its object
+            head = None  # 神医安道全使人: a phrase that ends in 人, not a person (but 那些随从贼人)
         if head and (opener or before_verb or _plain_descriptor(head) or (introduced and not start) or acting or placed):
             if len(head) >= 2:
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
@@ -515,9 +573,8 @@ def _plain_descriptor(head: str) -> bool:
     and its object (会集诸多番将)."""
     noun = _noun(head)
     before = head[: -len(noun)]
-    return len(noun) > 1 and (
+    return before in ("众", "众多") or len(noun) > 1 and (  # 众多牙将, 众僧
         not before or before[-1] in _LOCATIVE or before[-1] == "的" or before in SURNAMES or before in COMPOUND_SURNAMES
-        or before in ("众", "众多")  # 众多牙将
     )
 
 
@@ -552,8 +609,9 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
     (塞到裴寒山手里). After a demonstrative any words without a verb may stand before the name
     (那梢公船火儿张横)."""
     word = _span(clause, 8, title=True)
-    for i in range(2, min(len(word) - 1, 6)):
-        name = names.name_at(word, i)
+    for i in range(2, min(len(word), 6)):
+        # The name may run past the span: 神医安道全 (道 stops a span, not a known name).
+        name = names.name_at(word, i) if i < len(word) - 1 else names.name_at(clause, i)
         if name and common_noun(name):
             continue  # 柴大官人: 官人 is no one's name
         if name and (word[i - 1] in _TITLE_ENDS or (not strict and is_surname(name))) and not any(ch in STOP - {"将"} for ch in word[:i]):
