@@ -391,3 +391,25 @@ def test_a_nickname_the_novel_often_puts_before_a_name_gives_the_name_in_the_ver
     # A verb before a name in the verb's clause: the name is spoken to.
     assert said("　　宋江作别穆太公并众位好汉，临行分付薛永：“你可去山寨。”") == ["宋江"]
     assert said("　　老儿大怒，便来揪住李逵喝道：“你是何道理打翻我面！”") == ["老儿"]
+
+
+def test_a_pronoun_joined_by_and_is_the_one_the_sentence_began_with():
+    names = Lexicon(names={"晁盖", "公孙胜", "庄客", "朱仝"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    before = "　　庄客来报与朱仝说道：“官军到了！”"
+    # 他和公孙胜: no group "他、公孙胜"; 他 is 晁盖, who opened the sentence.
+    text = before + "晁盖叫庄客只顾放火，他和公孙胜引了十数个庄客，从后门杀将出来。大喝道：“当吾者死！”"
+    assert said(text) == ["庄客", "晁盖"]
+    # Without a name earlier in the sentence, 他 is not given to anyone in it.
+    text = before + "他和公孙胜引了十数个庄客，从后门杀将出来。大喝道：“当吾者死！”"
+    assert said(text)[1] not in ("晁盖", "他、公孙胜")
+
+
+def test_an_answer_right_after_a_thought_is_the_thinkers():
+    names = Lexicon(names={"李逵", "猎户"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    asked = "　　众猎户问道：“你是甚人？”李逵自肚里寻思道：“只谎说罢。”\n\n"
+    assert said(asked + "　　答道：“我是客人。”") == ["众猎户", "李逵", "李逵"]
+    # After a spoken line, 答道 is the other one of the exchange.
+    spoken = "　　众猎户问道：“你是甚人？”李逵喝道：“休问。”\n\n"
+    assert said(spoken + "　　答道：“我们是猎户。”") == ["众猎户", "李逵", "众猎户"]

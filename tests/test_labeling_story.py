@@ -150,3 +150,23 @@ def test_descriptors_and_names_that_end_like_them():
     assert is_descriptor("那妇人") and is_descriptor("太公") and is_descriptor("婆子")
     assert not is_descriptor("刘太公") and not is_descriptor("宋江")
     assert not is_descriptor("真长老", Lexicon(names={"真长老"}))
+
+
+def test_a_speaker_who_gives_his_surname_and_name_after_where_he_is_from_is_named():
+    line = "小人祖贯河南洛阳人氏，姓薛名永。祖父是军官。"
+    assert self_named(line, Lexicon()) == "薛永"
+    # Someone else's name after the speaker's words names nobody (小人的主人姓…, 小人有个哥哥姓…).
+    assert self_named("小人的主人，姓薛名永。", Lexicon()) is None
+    assert self_named("小人有个哥哥，姓薛名永。", Lexicon()) is None
+    excerpt = "　　宋江问道：“教头高姓？”教头答道：“" + line + "”\n"
+    assert speakers_in(FILLER + excerpt, excerpt) == ["宋江", "薛永"]
+
+
+def test_a_given_name_before_a_word_of_manner_is_read_whole():
+    novel = "　　卢俊义大喜，置酒管待耿恭。\n"
+    excerpt = "　　耿恭道：“敢不尽心！”俊义喜道：“将军既肯去，便烦起身。”\n"
+    names = {"卢俊义", "耿恭"}
+    assert speakers_in(novel + excerpt, excerpt, names) == ["耿恭", "卢俊义"]
+    # A verb and its direction before the verb is no name (出来说道).
+    excerpt = "　　耿恭道：“敢不尽心！”出来说道：“将军既肯去。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names)[1] != "卢俊义"

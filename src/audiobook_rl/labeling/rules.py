@@ -53,10 +53,12 @@ _WRITTEN = re.compile(
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
-_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道)[：:，,]?$")
+# A given name alone before the verb, or before one word of manner (俊义喜道 → 卢俊义).
+_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道|[喜怒惊叹哭急冷笑]道)[：:，,]?$")
 _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 # 问 and whom it asks, to the end of the clause (not 问道, 动问: a question in speech).
 _ASKED = re.compile("(?<![动请借])问(?:了|着)?(?:那|这)?(?:个)?([\u4e00-\u9fff]{2,8})$")
+_THINKING = re.compile(r"寻思|暗想|心想|想道|思量|思忖|忖道|沉吟")
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 # A descriptor right before the speech verb inside a clause that opened with someone else, the comma
 # left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
@@ -103,6 +105,7 @@ class _State:
     mentioned: str | None = None  # the last name seen anywhere in an earlier sentence
     mentioned_now: str | None = None  # … and in the sentence just read
     asked: str | None = None  # whom the last sentence of narration asked (便问那当村住的人。): he answers next
+    thought: bool = False  # the last quote was a thought (寻思道), not a turn of the exchange
 
     def spoke(self, speaker: str) -> None:
         self.asked = None
@@ -137,7 +140,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v4"
+    model = "rules-v5"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -266,6 +269,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             speaker = next((s for s in others if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
         state.last_was_quote = True
+        state.thought = bool(_THINKING.search(tag))
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))
     return segments
@@ -304,6 +308,12 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     ]
     if ends and all(ends):
         name = "、".join(ends)  # 一个是没遮拦穆弘，一个是小遮拦穆春
+    if name in ("他", "她"):
+        # 晁盖叫庄客…，他和公孙胜…杀将出来: 他 is the one the sentence began with.
+        clauses = _clauses(sentence)
+        k = next((k for k in range(len(clauses) - 1, 0, -1) if subject(clauses[k], lexicon) == name), 0)
+        earlier = _sentence_subject(clauses[:k], lexicon) if k else None
+        name = earlier if earlier and "、" not in earlier and _proper(earlier, lexicon) else name
     if name and name not in PRONOUNS + COLLECTIVES:
         state.saw(name)
     # A name in the sentence that introduces a quote is most often the listener or an object
@@ -382,7 +392,8 @@ def _carried(verb: str, state: _State) -> str:
     """Who speaks when the tag names nobody: right after a quote, its speaker goes on (又读道,
     便叫武松) unless the verb answers (答道: the other one); else whom the narration is about."""
     if state.after_quote and state.recent:
-        if _ANSWER.match(strip_lead(verb)) and state.other_speaker():
+        if _ANSWER.match(strip_lead(verb)) and state.other_speaker() and not state.thought:
+            # (李逵见问，自肚里寻思道：“…” 答道: the one who was thinking answers)
             return state.other_speaker()
         return state.recent[-1]
     if state.asked:

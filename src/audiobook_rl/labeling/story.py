@@ -93,6 +93,9 @@ _WOMAN_DESCRIPTOR = re.compile("(?:那|这|此)(?:个)?(?:" + "|".join(KINDS["wo
 _I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在下|老汉|奴家|吾|咱)"
 _SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|复?姓)")
 _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJK}]{{2,4}}?)(?:的便是|便是|是也)")
+_OPENS_WITH_I = re.compile(f"^{_I}")
+# Words before 姓…名… that make it someone else's name (小人的主人姓…, 小人有个哥哥姓…).
+_OTHER_PERSON = re.compile("的|他|其|父|母|兄|弟|哥|姐|妹|妻|主|有个|有一个|认得|是")
 _HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
 _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
 _TITLED = re.compile(f"(?<!、){_SURNAME}(?:[一二三四五六七八九十大小老](?<![、][{_CJK}][二两三]))?(?:" + "|".join(_TITLES) + ")")
@@ -132,6 +135,10 @@ def self_named(content: str, names: Names) -> str | None:
         name = next((m for m in names.names_in(here.group(1)) if m.end() == len(here.group(1))), None)
         if name and is_surname(name.group()):
             return name.group()  # 唐斌在此, 好汉没遮拦穆弘在此
+    opening = _OPENS_WITH_I.match(first)
+    given = opening and _SURNAME_GIVEN.search(first, opening.end())
+    if given and not _OTHER_PERSON.search(first, opening.end(), given.start()):
+        return given.group(1) + given.group(2)  # 小人祖贯河南洛阳人氏，姓薛名永
     for clause_start in [0] + [m.end() for m in re.finditer(r"[，,：:]", first)][:2]:
         clause = first[clause_start:]
         match = _SELF_NAME.match(clause)
@@ -270,6 +277,12 @@ class Story:
                 if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
                     continue  # a woman the people talk about, or one set apart, is not the one in the scene
                 add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
+
+        # A title right before a name (正直知县时文彬在厅上): the title alone stands for him next.
+        for match in re.finditer("|".join(_TITLES), text):
+            name = names.name_at(text, match.end())
+            if name and is_surname(name) and not is_descriptor(name, names) and not _inside(quoted, match.start()):
+                add(match.group(), match.start(), _NAMED, name)
 
         # A mother named by her son (雷横的母亲正来送饭 … 那婆婆道): the old woman of the scene.
         sons = sorted((n for n in names.names if is_surname(n) and not is_descriptor(n, names)), key=len, reverse=True)

@@ -245,13 +245,14 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     verb phrase is a name (殿头官喝道). ``first``: the clause opens its sentence, so an unknown word
     followed by an adverb is a name (王观察又捉了… → 王观察). A clause that says who someone is
     gives the name (那天使是…引进使冯喜 → 冯喜, 乃是曾家第四子曾魁 → 曾魁), and two names joined by
-    和 outside the verb's clause act together (那陆虞候和富安见老都管来问病 → 陆虞候、富安).
+    和 outside the verb's clause act together (那陆虞候和富安见老都管来问病 → 陆虞候、富安); a pronoun
+    stays alone (他和公孙胜…: 他 is resolved where it is read).
     """
     named = _identified(clause.strip(" \t　”’。！？"), names)
     if named:
         return named
     found = _subject(clause, names, verb_clause=verb_clause, first=first)
-    if found and not verb_clause and "、" not in found and found in clause:
+    if found and not verb_clause and "、" not in found and found not in PRONOUNS and found in clause:
         after = clause[clause.find(found) + len(found) :]
         partner = after[:1] == "和" and names.name_at(after, 1)
         if partner and is_surname(partner) and not common_noun(partner) and after[1 + len(partner) : 2 + len(partner)] != "的":
