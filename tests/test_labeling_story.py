@@ -170,3 +170,14 @@ def test_a_given_name_before_a_word_of_manner_is_read_whole():
     # A verb and its direction before the verb is no name (出来说道).
     excerpt = "　　耿恭道：“敢不尽心！”出来说道：“将军既肯去。”\n"
     assert speakers_in(novel + excerpt, excerpt, names)[1] != "卢俊义"
+
+
+def test_a_title_right_before_a_name_stands_for_that_name_next():
+    excerpt = "　　知县接来看了，对宋江道：“这伙贼便可差人去捉。”\n"
+    named = "　　两个入得衙门来，正直知县时文彬在厅上发落事务。\n"
+    elsewhere = "　　时文彬升厅公座。\n　　时文彬见了大喜。\n"  # a name no tag holds, which the text repeats
+    assert speakers_in(elsewhere + FILLER + named + excerpt, excerpt) == ["时文彬"]
+    # Words after a title that the text uses apart from each other are no name (太公出来迎接).
+    excerpt = "　　太公道：“请坐。”\n"
+    novel = "　　太公出来迎接。\n　　庄客出来迎着，又出来迎住。\n" + "　　众人都走出来看。\n" * 4
+    assert speakers_in(novel + excerpt, excerpt) == ["太公"]

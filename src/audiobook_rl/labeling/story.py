@@ -279,9 +279,22 @@ class Story:
                 add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
 
         # A title right before a name (正直知县时文彬在厅上): the title alone stands for him next.
+        # The name may be one no tag holds: three characters the text repeats as one word (时 is no
+        # surname of the list), ending where a verb or a stop begins (知县时文彬在厅上).
+        counts: dict[str, int] = {}
         for match in re.finditer("|".join(_TITLES), text):
+            if _inside(quoted, match.start()):
+                continue
             name = names.name_at(text, match.end())
-            if name and is_surname(name) and not is_descriptor(name, names) and not _inside(quoted, match.start()):
+            if not name:
+                w, after = text[match.end() : match.end() + 3], text[match.end() + 3 : match.end() + 4]
+                shaped = re.fullmatch(f"[{_CJK}]{{3}}", w) and _is_name(w, names) and (after in STOP or not re.match(f"[{_CJK}]", after))
+                count = lambda word: counts.setdefault(word, text.count(word))  # noqa: E731
+                bound = shaped and count(w) >= 3 and max(count(w[:2]), count(w[1:])) <= 2 * count(w)
+                name = w if bound else None  # (its parts seldom stand without it: not 出来迎, 随即取)
+            elif not is_surname(name):
+                name = None
+            if name and not is_descriptor(name, names):
                 add(match.group(), match.start(), _NAMED, name)
 
         # A mother named by her son (雷横的母亲正来送饭 … 那婆婆道): the old woman of the scene.
