@@ -413,3 +413,11 @@ def test_an_answer_right_after_a_thought_is_the_thinkers():
     # After a spoken line, 答道 is the other one of the exchange.
     spoken = "　　众猎户问道：“你是甚人？”李逵喝道：“休问。”\n\n"
     assert said(spoken + "　　答道：“我们是猎户。”") == ["众猎户", "李逵", "众猎户"]
+
+
+def test_the_place_a_person_noun_works_at_is_left_out():
+    names = Lexicon(names={"宋江", "梢公", "店小二"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　宋江叫道：“快把船来！”这船梢公回头看了，慌忙应道：“来了。”") == ["宋江", "梢公"]
+    # A word the names know whole keeps its first character (店小二).
+    assert said("　　宋江叫道：“酒来！”店小二慌忙应道：“来了。”") == ["宋江", "店小二"]

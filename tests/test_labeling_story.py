@@ -181,3 +181,17 @@ def test_a_title_right_before_a_name_stands_for_that_name_next():
     excerpt = "　　太公道：“请坐。”\n"
     novel = "　　太公出来迎接。\n　　庄客出来迎着，又出来迎住。\n" + "　　众人都走出来看。\n" * 4
     assert speakers_in(novel + excerpt, excerpt) == ["太公"]
+
+
+def test_a_post_before_a_title_is_someone_other_than_the_one_named_with_it():
+    from audiobook_rl.labeling.story import TITLES
+    from audiobook_rl.labeling.subjects import PERSON_HEADS
+
+    assert set(TITLES) <= set(PERSON_HEADS)  # every title the story binds speaks where a clause opens with it
+    named = "　　原来那张真人是道行非常清高的天师。\n"
+    excerpt = "　　太尉问道：“天师在何处？”住持真人向前禀道：“天师在山顶庵中修行。”\n"
+    names = NAMES | {"张真人", "太尉"}
+    assert speakers_in(named + excerpt, excerpt, names)[1] == "住持真人"
+    # The bare title is the one named with it.
+    excerpt = "　　太尉问道：“天师在何处？”真人向前禀道：“天师在山顶庵中修行。”\n"
+    assert speakers_in(named + excerpt, excerpt, names)[1] == "张真人"

@@ -71,7 +71,10 @@ PERSON_HEADS = (
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
     "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "道童", "头陀", "贼秃", "秃驴", "秃厮",
-    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "汉", "厮", "人",
+    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公",
+    # Every title the story binds to a name (story.TITLES) and every head of its kinds is a person noun.
+    "大官人", "团练", "知寨", "枢密", "统制", "押司", "院长", "真人", "郡主", "参谋", "太师", "妇女", "老婆子", "阇黎",
+    "长汉", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -464,12 +467,15 @@ def _head_prefix(text: str, limit: int = 8) -> str | None:
 
 
 def _shortened(descriptor: str, names: Names) -> str:
-    """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保); one whose noun is a
-    known word keeps only that (十五六岁的店小二 → 店小二)."""
+    """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保, 船梢公 → 梢公); one whose
+    noun is a known word keeps only that (十五六岁的店小二 → 店小二)."""
     for i in range(len(descriptor) - 2, 0, -1):
         if descriptor[i] in _LOCATIVE and descriptor[i + 1 :].endswith(PERSON_HEADS) and len(descriptor) - i > 2:
             descriptor = descriptor[i + 1 :]
             break
+    noun = _noun(descriptor) if descriptor.endswith(PERSON_HEADS) else ""
+    if len(noun) >= 2 and len(descriptor) == len(noun) + 1 and descriptor[0] in _PLACE_NOUNS and names.name_at(descriptor, 0) != descriptor:
+        return noun  # 这船梢公 → 梢公: the place he works at, then what he is
     opener = _opener(descriptor)
     if opener and _head_prefix(descriptor[len(opener) :]) == descriptor[len(opener) :]:
         descriptor = descriptor[len(opener) :]  # 店门前两三军汉 → 军汉, as 两个公人 → 公人
