@@ -421,3 +421,13 @@ def test_the_place_a_person_noun_works_at_is_left_out():
     assert said("　　宋江叫道：“快把船来！”这船梢公回头看了，慌忙应道：“来了。”") == ["宋江", "梢公"]
     # A word the names know whole keeps its first character (店小二).
     assert said("　　宋江叫道：“酒来！”店小二慌忙应道：“来了。”") == ["宋江", "店小二"]
+
+
+def test_the_one_the_narrator_turns_to_goes_on_in_a_tag_without_a_subject():
+    names = Lexicon(names={"宋江", "安道全", "刘敏"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    before = "　　安道全身披素服，随后压阵。\n\n"
+    assert said(before + "　　且说道君天子，同百官在楼上看了，心中大悦。与百官道：“真英雄也！”") == ["道君天子"]
+    assert said(before + "　　再说宛州守将刘敏，在城上看了，心中大怒。与众将道：“休放走了！”") == ["刘敏"]
+    # A story turn followed by a whole sentence is no subject of its own (再说宋江…: the name speaks).
+    assert said(before + "　　且说次日天晴，同百官在楼上看了，心中大悦。与百官道：“真英雄也！”") == ["安道全"]

@@ -195,3 +195,13 @@ def test_a_post_before_a_title_is_someone_other_than_the_one_named_with_it():
     # The bare title is the one named with it.
     excerpt = "　　太尉问道：“天师在何处？”真人向前禀道：“天师在山顶庵中修行。”\n"
     assert speakers_in(named + excerpt, excerpt, names)[1] == "张真人"
+
+
+def test_a_name_ending_in_mama_is_the_old_woman_of_later_tags():
+    named = "　　李妈妈问道：“员外在那里？”燕青道：“只在巷口。”\n"
+    excerpt = "　　那虔婆便道：“请员外来吃杯酒。”\n"
+    names = NAMES | {"李妈妈", "燕青"}
+    assert speakers_in(named + excerpt, excerpt, names) == ["李妈妈"]
+    # A mother of the house who is only called 妈妈 names nobody.
+    named = "　　妈妈问道：“员外在那里？”燕青道：“只在巷口。”\n"
+    assert speakers_in(named + excerpt, excerpt, names) == ["虔婆"]

@@ -238,10 +238,10 @@ class Story:
                 women.setdefault(name, match.start())
         women = {w: at for w, at in women.items() if _is_name(w, names)}
         by_key: dict[str, list[str]] = {w: ["woman"] for w in women}
-        # Kinds known by how a name ends: 王婆 (婆子), 潘公 / 金老 (老儿), 海阇黎 (和尚), 狄太公 (太公,
+        # Kinds known by how a name ends: 王婆 and 李妈妈 (婆子), 潘公 / 金老 (老儿), 海阇黎 (和尚), 狄太公 (太公,
         # and an old man: 那老儿).
         for name in names.names:
-            if is_surname(name) and len(name) <= 3 and name.endswith("婆"):
+            if is_surname(name) and (len(name) <= 3 and name.endswith("婆") or name[1:] == "妈妈"):
                 by_key[name] = ["old woman"]
             elif name.endswith("阇黎") and len(name) > 2:
                 by_key[name] = ["monk"]

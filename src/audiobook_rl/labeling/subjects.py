@@ -38,6 +38,7 @@ LEAD_WORDS = (
     "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先",
 )  # fmt: skip
+_STORY_TURNS = ("且说", "却说", "话说", "再说", "只说")  # the narrator's "now": what follows is whom he turns to
 # Any run of lead words that leaves something after it.
 _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
@@ -291,6 +292,9 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     lead = whole[: len(whole) - len(clause)]
     introduced = lead.endswith(("有", "见"))  # 当有本州官员: someone is there
     first = first or lead.endswith(("正是", "乃是", "却是", "便是"))  # 正是没羽箭张清: who it is
+    if lead.endswith(_STORY_TURNS) and 2 <= len(clause) <= 6 and all(_CJK.match(ch) for ch in clause) and clause not in NOT_NAMES:
+        ending = [m.group() for m in names.names_in(clause) if m.end() == len(clause) and not common_noun(m.group())]
+        return _names_at(clause, names) or (ending[-1] if ending else clause)  # 且说道君天子，… (宛州守将刘敏 → 刘敏)
     if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
         clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
     if clause[:1] == "众" and clause[1:2] in "皆都齐各尽一":
