@@ -205,3 +205,17 @@ def test_a_name_ending_in_mama_is_the_old_woman_of_later_tags():
     # A mother of the house who is only called 妈妈 names nobody.
     named = "　　妈妈问道：“员外在那里？”燕青道：“只在巷口。”\n"
     assert speakers_in(named + excerpt, excerpt, names) == ["虔婆"]
+
+
+def test_a_tag_sentence_that_is_only_a_word_and_the_verb_is_that_words():
+    novel = "　　知客问道：“那里来？”萧让道：“投奔师父。”\n"
+    excerpt = "　　知客道：“且坐。”都寺便道：“这个使不得。”\n"
+    names = NAMES | {"知客", "萧让"}
+    assert speakers_in(novel + excerpt, excerpt, names) == ["知客", "都寺"]
+    # An adverb and a verb before 道 is no one (又读道: the one reading goes on), nor a verb the
+    # text puts 了 after (发落了 … 发落道).
+    excerpt = "　　知客道：“且坐。”又读道：“这个使不得。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["知客", "知客"]
+    verb = "　　知客发落了萧让。\n"
+    excerpt = "　　知客道：“且坐。”发落道：“这个使不得。”\n"
+    assert speakers_in(novel + verb + excerpt, excerpt, names) == ["知客", "知客"]

@@ -28,8 +28,10 @@ from .story import _MANY, TITLES, Story, head_of, is_descriptor, self_named
 from .subjects import (
     COLLECTIVES,
     LISTENER_MARKERS,
+    NOT_NAMES,
     PERSON_HEADS,
     PRONOUNS,
+    STOP,
     common_noun,
     is_surname,
     name_before_verb,
@@ -60,6 +62,10 @@ _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 # 问 and whom it asks, to the end of the clause (not 问道, 动问: a question in speech).
 _ASKED = re.compile("(?<![动请借])问(?:了|着)?(?:那|这)?(?:个)?([\u4e00-\u9fff]{2,8})$")
 _THINKING = re.compile(r"寻思|暗想|心想|想道|思量|思忖|忖道|沉吟")
+# A tag sentence that is a two-character word and the verb alone (都寺便道：, 老小说道：).
+_ROLE_TAG = re.compile(r"^([\u4e00-\u9fff]{2})(?:便|又|也|却|只)?(?:说|问|答|应|禀|告)?道[：:]$")
+_NOT_IN_ROLE = (STOP - set("小老头主人客公军")) | set("罢毕了时间然即声里中日")
+_NOT_FIRST_IN_ROLE = set("又也便却只再还亦其他你我")  # adverbs and pronouns (其妻: someone's wife, not a role)
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 # A descriptor right before the speech verb inside a clause that opened with someone else, the comma
 # left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
@@ -389,6 +395,11 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     name = name or _sentence_subject(clauses[:-1], lexicon)
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎
+    role = not name and len(clauses) == 1 and state.story and _ROLE_TAG.match(sentence.strip(" \t　”’"))
+    word = role and role.group(1)
+    if word and word not in NOT_NAMES and word[0] not in _NOT_FIRST_IN_ROLE and not any(ch in _NOT_IN_ROLE for ch in word[1:]) \
+            and strip_lead(word) in (word, word[1:]) and word + "了" not in state.story.text:
+        name = word  # 都寺便道, 老小说道: a sentence that is only a word and the verb (not 又读道, 当日禀道, 发落道)
     return _resolve(name, state) if name else _carried(verb, state)
 
 
