@@ -431,3 +431,12 @@ def test_the_one_the_narrator_turns_to_goes_on_in_a_tag_without_a_subject():
     assert said(before + "　　再说宛州守将刘敏，在城上看了，心中大怒。与众将道：“休放走了！”") == ["刘敏"]
     # A story turn followed by a whole sentence is no subject of its own (再说宋江…: the name speaks).
     assert said(before + "　　且说次日天晴，同百官在楼上看了，心中大悦。与百官道：“真英雄也！”") == ["安道全"]
+
+
+def test_the_one_bowed_to_speaks_first_in_a_tag_without_a_subject():
+    names = Lexicon(names={"宋江", "燕青", "柴进"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    before = "　　柴进也喜。\n\n"
+    assert said(before + "　　燕青到寨中，上帐拜罢宋江，吃了酒食。问道：“贤弟水路来？”") == ["宋江"]
+    # Without the bow, the subject of the narration goes on.
+    assert said(before + "　　燕青到寨中，上帐见宋江，吃了酒食。问道：“哥哥安好？”") == ["燕青"]

@@ -66,6 +66,7 @@ _THINKING = re.compile(r"寻思|暗想|心想|想道|思量|思忖|忖道|沉吟
 _ROLE_TAG = re.compile(r"^([\u4e00-\u9fff]{2})(?:便|又|也|却|只)?(?:说|问|答|应|禀|告)?道[：:]$")
 _NOT_IN_ROLE = (STOP - set("小老头主人客公军")) | set("罢毕了时间然即声里中日")
 _NOT_FIRST_IN_ROLE = set("又也便却只再还亦其他你我")  # adverbs and pronouns (其妻: someone's wife, not a role)
+_GREETED = re.compile("(?:拜罢|拜了|拜见了?|参见了?|参拜了?)([\u4e00-\u9fff]{2,4})$")  # and whom a clause bows to
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 # A descriptor right before the speech verb inside a clause that opened with someone else, the comma
 # left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
@@ -421,6 +422,12 @@ def _asked(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
     given in the sentence, or a person noun; None if it asks nobody or something (问了地名)."""
     for clause in reversed(_clauses(sentence.rstrip("。！？!?"))):
         match = _ASKED.search(clause)
+        greeted = not match and _GREETED.search(clause)
+        if greeted:
+            name = names_at_start(greeted.group(1), lexicon)
+            if name and "、" not in name and is_surname(name):
+                return name  # 燕青…拜罢宋江，吃了酒食。问道: the one bowed to speaks first
+            continue
         if not match:
             continue
         asked = re.sub("(?:时|一声|一遍)$", "", match.group(1))
