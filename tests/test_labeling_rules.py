@@ -102,7 +102,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v4" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v5" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -391,3 +391,52 @@ def test_a_nickname_the_novel_often_puts_before_a_name_gives_the_name_in_the_ver
     # A verb before a name in the verb's clause: the name is spoken to.
     assert said("　　宋江作别穆太公并众位好汉，临行分付薛永：“你可去山寨。”") == ["宋江"]
     assert said("　　老儿大怒，便来揪住李逵喝道：“你是何道理打翻我面！”") == ["老儿"]
+
+
+def test_a_pronoun_joined_by_and_is_the_one_the_sentence_began_with():
+    names = Lexicon(names={"晁盖", "公孙胜", "庄客", "朱仝"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    before = "　　庄客来报与朱仝说道：“官军到了！”"
+    # 他和公孙胜: no group "他、公孙胜"; 他 is 晁盖, who opened the sentence.
+    text = before + "晁盖叫庄客只顾放火，他和公孙胜引了十数个庄客，从后门杀将出来。大喝道：“当吾者死！”"
+    assert said(text) == ["庄客", "晁盖"]
+    # Without a name earlier in the sentence, 他 is not given to anyone in it.
+    text = before + "他和公孙胜引了十数个庄客，从后门杀将出来。大喝道：“当吾者死！”"
+    assert said(text)[1] not in ("晁盖", "他、公孙胜")
+
+
+def test_an_answer_right_after_a_thought_is_the_thinkers():
+    names = Lexicon(names={"李逵", "猎户"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    asked = "　　众猎户问道：“你是甚人？”李逵自肚里寻思道：“只谎说罢。”\n\n"
+    assert said(asked + "　　答道：“我是客人。”") == ["众猎户", "李逵", "李逵"]
+    # After a spoken line, 答道 is the other one of the exchange.
+    spoken = "　　众猎户问道：“你是甚人？”李逵喝道：“休问。”\n\n"
+    assert said(spoken + "　　答道：“我们是猎户。”") == ["众猎户", "李逵", "众猎户"]
+
+
+def test_the_place_a_person_noun_works_at_is_left_out():
+    names = Lexicon(names={"宋江", "梢公", "店小二"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    assert said("　　宋江叫道：“快把船来！”这船梢公回头看了，慌忙应道：“来了。”") == ["宋江", "梢公"]
+    # A word the names know whole keeps its first character (店小二).
+    assert said("　　宋江叫道：“酒来！”店小二慌忙应道：“来了。”") == ["宋江", "店小二"]
+
+
+def test_the_one_the_narrator_turns_to_goes_on_in_a_tag_without_a_subject():
+    names = Lexicon(names={"宋江", "安道全", "刘敏"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    before = "　　安道全身披素服，随后压阵。\n\n"
+    assert said(before + "　　且说道君天子，同百官在楼上看了，心中大悦。与百官道：“真英雄也！”") == ["道君天子"]
+    assert said(before + "　　再说宛州守将刘敏，在城上看了，心中大怒。与众将道：“休放走了！”") == ["刘敏"]
+    # A story turn followed by a whole sentence is no subject of its own (再说宋江…: the name speaks).
+    assert said(before + "　　且说次日天晴，同百官在楼上看了，心中大悦。与百官道：“真英雄也！”") == ["安道全"]
+
+
+def test_the_one_bowed_to_speaks_first_in_a_tag_without_a_subject():
+    names = Lexicon(names={"宋江", "燕青", "柴进"})
+    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    before = "　　柴进也喜。\n\n"
+    assert said(before + "　　燕青到寨中，上帐拜罢宋江，吃了酒食。问道：“贤弟水路来？”") == ["宋江"]
+    # Without the bow, the subject of the narration goes on.
+    assert said(before + "　　燕青到寨中，上帐见宋江，吃了酒食。问道：“哥哥安好？”") == ["燕青"]

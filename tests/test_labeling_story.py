@@ -150,3 +150,72 @@ def test_descriptors_and_names_that_end_like_them():
     assert is_descriptor("那妇人") and is_descriptor("太公") and is_descriptor("婆子")
     assert not is_descriptor("刘太公") and not is_descriptor("宋江")
     assert not is_descriptor("真长老", Lexicon(names={"真长老"}))
+
+
+def test_a_speaker_who_gives_his_surname_and_name_after_where_he_is_from_is_named():
+    line = "小人祖贯河南洛阳人氏，姓薛名永。祖父是军官。"
+    assert self_named(line, Lexicon()) == "薛永"
+    # Someone else's name after the speaker's words names nobody (小人的主人姓…, 小人有个哥哥姓…).
+    assert self_named("小人的主人，姓薛名永。", Lexicon()) is None
+    assert self_named("小人有个哥哥，姓薛名永。", Lexicon()) is None
+    excerpt = "　　宋江问道：“教头高姓？”教头答道：“" + line + "”\n"
+    assert speakers_in(FILLER + excerpt, excerpt) == ["宋江", "薛永"]
+
+
+def test_a_given_name_before_a_word_of_manner_is_read_whole():
+    novel = "　　卢俊义大喜，置酒管待耿恭。\n"
+    excerpt = "　　耿恭道：“敢不尽心！”俊义喜道：“将军既肯去，便烦起身。”\n"
+    names = {"卢俊义", "耿恭"}
+    assert speakers_in(novel + excerpt, excerpt, names) == ["耿恭", "卢俊义"]
+    # A verb and its direction before the verb is no name (出来说道).
+    excerpt = "　　耿恭道：“敢不尽心！”出来说道：“将军既肯去。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names)[1] != "卢俊义"
+
+
+def test_a_title_right_before_a_name_stands_for_that_name_next():
+    excerpt = "　　知县接来看了，对宋江道：“这伙贼便可差人去捉。”\n"
+    named = "　　两个入得衙门来，正直知县时文彬在厅上发落事务。\n"
+    elsewhere = "　　时文彬升厅公座。\n　　时文彬见了大喜。\n"  # a name no tag holds, which the text repeats
+    assert speakers_in(elsewhere + FILLER + named + excerpt, excerpt) == ["时文彬"]
+    # Words after a title that the text uses apart from each other are no name (太公出来迎接).
+    excerpt = "　　太公道：“请坐。”\n"
+    novel = "　　太公出来迎接。\n　　庄客出来迎着，又出来迎住。\n" + "　　众人都走出来看。\n" * 4
+    assert speakers_in(novel + excerpt, excerpt) == ["太公"]
+
+
+def test_a_post_before_a_title_is_someone_other_than_the_one_named_with_it():
+    from audiobook_rl.labeling.story import TITLES
+    from audiobook_rl.labeling.subjects import PERSON_HEADS
+
+    assert set(TITLES) <= set(PERSON_HEADS)  # every title the story binds speaks where a clause opens with it
+    named = "　　原来那张真人是道行非常清高的天师。\n"
+    excerpt = "　　太尉问道：“天师在何处？”住持真人向前禀道：“天师在山顶庵中修行。”\n"
+    names = NAMES | {"张真人", "太尉"}
+    assert speakers_in(named + excerpt, excerpt, names)[1] == "住持真人"
+    # The bare title is the one named with it.
+    excerpt = "　　太尉问道：“天师在何处？”真人向前禀道：“天师在山顶庵中修行。”\n"
+    assert speakers_in(named + excerpt, excerpt, names)[1] == "张真人"
+
+
+def test_a_name_ending_in_mama_is_the_old_woman_of_later_tags():
+    named = "　　李妈妈问道：“员外在那里？”燕青道：“只在巷口。”\n"
+    excerpt = "　　那虔婆便道：“请员外来吃杯酒。”\n"
+    names = NAMES | {"李妈妈", "燕青"}
+    assert speakers_in(named + excerpt, excerpt, names) == ["李妈妈"]
+    # A mother of the house who is only called 妈妈 names nobody.
+    named = "　　妈妈问道：“员外在那里？”燕青道：“只在巷口。”\n"
+    assert speakers_in(named + excerpt, excerpt, names) == ["虔婆"]
+
+
+def test_a_tag_sentence_that_is_only_a_word_and_the_verb_is_that_words():
+    novel = "　　知客问道：“那里来？”萧让道：“投奔师父。”\n"
+    excerpt = "　　知客道：“且坐。”都寺便道：“这个使不得。”\n"
+    names = NAMES | {"知客", "萧让"}
+    assert speakers_in(novel + excerpt, excerpt, names) == ["知客", "都寺"]
+    # An adverb and a verb before 道 is no one (又读道: the one reading goes on), nor a verb the
+    # text puts 了 after (发落了 … 发落道).
+    excerpt = "　　知客道：“且坐。”又读道：“这个使不得。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["知客", "知客"]
+    verb = "　　知客发落了萧让。\n"
+    excerpt = "　　知客道：“且坐。”发落道：“这个使不得。”\n"
+    assert speakers_in(novel + verb + excerpt, excerpt, names) == ["知客", "知客"]

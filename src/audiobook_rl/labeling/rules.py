@@ -24,13 +24,16 @@ from dataclasses import dataclass, field
 
 from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import Lexicon, build_lexicon
-from .story import Story, is_descriptor, self_named
+from .story import _MANY, TITLES, Story, head_of, is_descriptor, self_named
 from .subjects import (
     COLLECTIVES,
     LISTENER_MARKERS,
+    NOT_NAMES,
     PERSON_HEADS,
     PRONOUNS,
+    STOP,
     common_noun,
+    is_surname,
     name_before_verb,
     name_shaped,
     names_at_start,
@@ -53,10 +56,17 @@ _WRITTEN = re.compile(
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
-_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道)[：:，,]?$")
+# A given name alone before the verb, or before one word of manner (俊义喜道 → 卢俊义).
+_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道|[喜怒惊叹哭急冷笑]道)[：:，,]?$")
 _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 # 问 and whom it asks, to the end of the clause (not 问道, 动问: a question in speech).
 _ASKED = re.compile("(?<![动请借])问(?:了|着)?(?:那|这)?(?:个)?([\u4e00-\u9fff]{2,8})$")
+_THINKING = re.compile(r"寻思|暗想|心想|想道|思量|思忖|忖道|沉吟")
+# A tag sentence that is a two-character word and the verb alone (都寺便道：, 老小说道：).
+_ROLE_TAG = re.compile(r"^([\u4e00-\u9fff]{2})(?:便|又|也|却|只)?(?:说|问|答|应|禀|告)?道[：:]$")
+_NOT_IN_ROLE = (STOP - set("小老头主人客公军")) | set("罢毕了时间然即声里中日")
+_NOT_FIRST_IN_ROLE = set("又也便却只再还亦其他你我")  # adverbs and pronouns (其妻: someone's wife, not a role)
+_GREETED = re.compile("(?:拜罢|拜了|拜见了?|参见了?|参拜了?)([\u4e00-\u9fff]{2,4})$")  # and whom a clause bows to
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 # A descriptor right before the speech verb inside a clause that opened with someone else, the comma
 # left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
@@ -103,6 +113,7 @@ class _State:
     mentioned: str | None = None  # the last name seen anywhere in an earlier sentence
     mentioned_now: str | None = None  # … and in the sentence just read
     asked: str | None = None  # whom the last sentence of narration asked (便问那当村住的人。): he answers next
+    thought: bool = False  # the last quote was a thought (寻思道), not a turn of the exchange
 
     def spoke(self, speaker: str) -> None:
         self.asked = None
@@ -137,7 +148,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v4"
+    model = "rules-v5"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -266,6 +277,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             speaker = next((s for s in others if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
         state.last_was_quote = True
+        state.thought = bool(_THINKING.search(tag))
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))
     return segments
@@ -281,6 +293,9 @@ def _identify(speaker: str, state: _State) -> str:
     that person; the descriptor itself otherwise."""
     if state.story is None or not is_descriptor(speaker, state.story.names):
         return speaker
+    head = head_of(speaker)
+    if head in TITLES and len(speaker) > len(head) and not is_surname(speaker) and not _MANY.match(speaker):
+        return speaker  # 住持真人, 监宫真人: a post before the title, someone other than the one named with it
     return state.story.who(speaker, state.pos) or speaker
 
 
@@ -304,6 +319,12 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     ]
     if ends and all(ends):
         name = "、".join(ends)  # 一个是没遮拦穆弘，一个是小遮拦穆春
+    if name in ("他", "她"):
+        # 晁盖叫庄客…，他和公孙胜…杀将出来: 他 is the one the sentence began with.
+        clauses = _clauses(sentence)
+        k = next((k for k in range(len(clauses) - 1, 0, -1) if subject(clauses[k], lexicon) == name), 0)
+        earlier = _sentence_subject(clauses[:k], lexicon) if k else None
+        name = earlier if earlier and "、" not in earlier and _proper(earlier, lexicon) else name
     if name and name not in PRONOUNS + COLLECTIVES:
         state.saw(name)
     # A name in the sentence that introduces a quote is most often the listener or an object
@@ -375,6 +396,11 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     name = name or _sentence_subject(clauses[:-1], lexicon)
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎
+    role = not name and len(clauses) == 1 and state.story and _ROLE_TAG.match(sentence.strip(" \t　”’"))
+    word = role and role.group(1)
+    if word and word not in NOT_NAMES and word[0] not in _NOT_FIRST_IN_ROLE and not any(ch in _NOT_IN_ROLE for ch in word[1:]) \
+            and strip_lead(word) in (word, word[1:]) and word + "了" not in state.story.text:
+        name = word  # 都寺便道, 老小说道: a sentence that is only a word and the verb (not 又读道, 当日禀道, 发落道)
     return _resolve(name, state) if name else _carried(verb, state)
 
 
@@ -382,7 +408,8 @@ def _carried(verb: str, state: _State) -> str:
     """Who speaks when the tag names nobody: right after a quote, its speaker goes on (又读道,
     便叫武松) unless the verb answers (答道: the other one); else whom the narration is about."""
     if state.after_quote and state.recent:
-        if _ANSWER.match(strip_lead(verb)) and state.other_speaker():
+        if _ANSWER.match(strip_lead(verb)) and state.other_speaker() and not state.thought:
+            # (李逵见问，自肚里寻思道：“…” 答道: the one who was thinking answers)
             return state.other_speaker()
         return state.recent[-1]
     if state.asked:
@@ -395,6 +422,12 @@ def _asked(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
     given in the sentence, or a person noun; None if it asks nobody or something (问了地名)."""
     for clause in reversed(_clauses(sentence.rstrip("。！？!?"))):
         match = _ASKED.search(clause)
+        greeted = not match and _GREETED.search(clause)
+        if greeted:
+            name = names_at_start(greeted.group(1), lexicon)
+            if name and "、" not in name and is_surname(name):
+                return name  # 燕青…拜罢宋江，吃了酒食。问道: the one bowed to speaks first
+            continue
         if not match:
             continue
         asked = re.sub("(?:时|一声|一遍)$", "", match.group(1))

@@ -93,6 +93,9 @@ _WOMAN_DESCRIPTOR = re.compile("(?:那|这|此)(?:个)?(?:" + "|".join(KINDS["wo
 _I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在下|老汉|奴家|吾|咱)"
 _SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|复?姓)")
 _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJK}]{{2,4}}?)(?:的便是|便是|是也)")
+_OPENS_WITH_I = re.compile(f"^{_I}")
+# Words before 姓…名… that make it someone else's name (小人的主人姓…, 小人有个哥哥姓…).
+_OTHER_PERSON = re.compile("的|他|其|父|母|兄|弟|哥|姐|妹|妻|主|有个|有一个|认得|是")
 _HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
 _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
 _TITLED = re.compile(f"(?<!、){_SURNAME}(?:[一二三四五六七八九十大小老](?<![、][{_CJK}][二两三]))?(?:" + "|".join(_TITLES) + ")")
@@ -132,6 +135,10 @@ def self_named(content: str, names: Names) -> str | None:
         name = next((m for m in names.names_in(here.group(1)) if m.end() == len(here.group(1))), None)
         if name and is_surname(name.group()):
             return name.group()  # 唐斌在此, 好汉没遮拦穆弘在此
+    opening = _OPENS_WITH_I.match(first)
+    given = opening and _SURNAME_GIVEN.search(first, opening.end())
+    if given and not _OTHER_PERSON.search(first, opening.end(), given.start()):
+        return given.group(1) + given.group(2)  # 小人祖贯河南洛阳人氏，姓薛名永
     for clause_start in [0] + [m.end() for m in re.finditer(r"[，,：:]", first)][:2]:
         clause = first[clause_start:]
         match = _SELF_NAME.match(clause)
@@ -231,10 +238,10 @@ class Story:
                 women.setdefault(name, match.start())
         women = {w: at for w, at in women.items() if _is_name(w, names)}
         by_key: dict[str, list[str]] = {w: ["woman"] for w in women}
-        # Kinds known by how a name ends: 王婆 (婆子), 潘公 / 金老 (老儿), 海阇黎 (和尚), 狄太公 (太公,
+        # Kinds known by how a name ends: 王婆 and 李妈妈 (婆子), 潘公 / 金老 (老儿), 海阇黎 (和尚), 狄太公 (太公,
         # and an old man: 那老儿).
         for name in names.names:
-            if is_surname(name) and len(name) <= 3 and name.endswith("婆"):
+            if is_surname(name) and (len(name) <= 3 and name.endswith("婆") or name[1:] == "妈妈"):
                 by_key[name] = ["old woman"]
             elif name.endswith("阇黎") and len(name) > 2:
                 by_key[name] = ["monk"]
@@ -270,6 +277,25 @@ class Story:
                 if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
                     continue  # a woman the people talk about, or one set apart, is not the one in the scene
                 add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
+
+        # A title right before a name (正直知县时文彬在厅上): the title alone stands for him next.
+        # The name may be one no tag holds: three characters the text repeats as one word (时 is no
+        # surname of the list), ending where a verb or a stop begins (知县时文彬在厅上).
+        counts: dict[str, int] = {}
+        for match in re.finditer("|".join(_TITLES), text):
+            if _inside(quoted, match.start()):
+                continue
+            name = names.name_at(text, match.end())
+            if not name:
+                w, after = text[match.end() : match.end() + 3], text[match.end() + 3 : match.end() + 4]
+                shaped = re.fullmatch(f"[{_CJK}]{{3}}", w) and _is_name(w, names) and (after in STOP or not re.match(f"[{_CJK}]", after))
+                count = lambda word: counts.setdefault(word, text.count(word))  # noqa: E731
+                bound = shaped and count(w) >= 3 and max(count(w[:2]), count(w[1:])) <= 2 * count(w)
+                name = w if bound else None  # (its parts seldom stand without it: not 出来迎, 随即取)
+            elif not is_surname(name):
+                name = None
+            if name and not is_descriptor(name, names):
+                add(match.group(), match.start(), _NAMED, name)
 
         # A mother named by her son (雷横的母亲正来送饭 … 那婆婆道): the old woman of the scene.
         sons = sorted((n for n in names.names if is_surname(n) and not is_descriptor(n, names)), key=len, reverse=True)

@@ -38,6 +38,7 @@ LEAD_WORDS = (
     "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先",
 )  # fmt: skip
+_STORY_TURNS = ("且说", "却说", "话说", "再说", "只说")  # the narrator's "now": what follows is whom he turns to
 # Any run of lead words that leaves something after it.
 _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
@@ -71,7 +72,10 @@ PERSON_HEADS = (
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
     "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "道童", "头陀", "贼秃", "秃驴", "秃厮",
-    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "汉", "厮", "人",
+    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公",
+    # Every title the story binds to a name (story.TITLES) and every head of its kinds is a person noun.
+    "大官人", "团练", "知寨", "枢密", "统制", "押司", "院长", "真人", "郡主", "参谋", "太师", "妇女", "老婆子", "阇黎",
+    "长汉", "汉", "厮", "人",
     "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
 )  # fmt: skip
 # Words that start tag clauses often enough to look like names, but never are.
@@ -245,13 +249,14 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     verb phrase is a name (殿头官喝道). ``first``: the clause opens its sentence, so an unknown word
     followed by an adverb is a name (王观察又捉了… → 王观察). A clause that says who someone is
     gives the name (那天使是…引进使冯喜 → 冯喜, 乃是曾家第四子曾魁 → 曾魁), and two names joined by
-    和 outside the verb's clause act together (那陆虞候和富安见老都管来问病 → 陆虞候、富安).
+    和 outside the verb's clause act together (那陆虞候和富安见老都管来问病 → 陆虞候、富安); a pronoun
+    stays alone (他和公孙胜…: 他 is resolved where it is read).
     """
     named = _identified(clause.strip(" \t　”’。！？"), names)
     if named:
         return named
     found = _subject(clause, names, verb_clause=verb_clause, first=first)
-    if found and not verb_clause and "、" not in found and found in clause:
+    if found and not verb_clause and "、" not in found and found not in PRONOUNS and found in clause:
         after = clause[clause.find(found) + len(found) :]
         partner = after[:1] == "和" and names.name_at(after, 1)
         if partner and is_surname(partner) and not common_noun(partner) and after[1 + len(partner) : 2 + len(partner)] != "的":
@@ -287,6 +292,9 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     lead = whole[: len(whole) - len(clause)]
     introduced = lead.endswith(("有", "见"))  # 当有本州官员: someone is there
     first = first or lead.endswith(("正是", "乃是", "却是", "便是"))  # 正是没羽箭张清: who it is
+    if lead.endswith(_STORY_TURNS) and 2 <= len(clause) <= 6 and all(_CJK.match(ch) for ch in clause) and clause not in NOT_NAMES:
+        ending = [m.group() for m in names.names_in(clause) if m.end() == len(clause) and not common_noun(m.group())]
+        return _names_at(clause, names) or (ending[-1] if ending else clause)  # 且说道君天子，… (宛州守将刘敏 → 刘敏)
     if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
         clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
     if clause[:1] == "众" and clause[1:2] in "皆都齐各尽一":
@@ -463,12 +471,15 @@ def _head_prefix(text: str, limit: int = 8) -> str | None:
 
 
 def _shortened(descriptor: str, names: Names) -> str:
-    """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保); one whose noun is a
-    known word keeps only that (十五六岁的店小二 → 店小二)."""
+    """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保, 船梢公 → 梢公); one whose
+    noun is a known word keeps only that (十五六岁的店小二 → 店小二)."""
     for i in range(len(descriptor) - 2, 0, -1):
         if descriptor[i] in _LOCATIVE and descriptor[i + 1 :].endswith(PERSON_HEADS) and len(descriptor) - i > 2:
             descriptor = descriptor[i + 1 :]
             break
+    noun = _noun(descriptor) if descriptor.endswith(PERSON_HEADS) else ""
+    if len(noun) >= 2 and len(descriptor) == len(noun) + 1 and descriptor[0] in _PLACE_NOUNS and names.name_at(descriptor, 0) != descriptor:
+        return noun  # 这船梢公 → 梢公: the place he works at, then what he is
     opener = _opener(descriptor)
     if opener and _head_prefix(descriptor[len(opener) :]) == descriptor[len(opener) :]:
         descriptor = descriptor[len(opener) :]  # 店门前两三军汉 → 军汉, as 两个公人 → 公人
