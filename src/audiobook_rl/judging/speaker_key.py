@@ -123,7 +123,7 @@ def load_key(path: str | Path) -> SpeakerKey:
 @dataclass(frozen=True)
 class WrongQuote:
     offset: int  # of the quote's opening mark in the corpus
-    head: str
+    head: str  # its first characters
     labelled: str  # the reference's speaker (several, joined by ／, when its segments disagree)
     right: list[str]
 
@@ -136,7 +136,8 @@ class ReferenceCheck:
     backend: str = ""
     model: str = ""
     excerpts: int = 0  # excerpts scored
-    unscored_excerpts: int = 0  # scripts that do not split narration from quotes: not scored
+    unscored_excerpts: int = 0  # scripts that do not split narration from quotes (or unreadable): not scored
+    elsewhere: int = 0  # records whose text is not the corpus's at their offsets: not scored
     quotes: int = 0  # quotes scored
     right: int = 0
     not_in_key: int = 0  # quotes of the excerpts that the key lacks (or leaves unscored)
@@ -148,24 +149,33 @@ class ReferenceCheck:
         return self.right / self.quotes if self.quotes else None
 
 
-def check_labels(records: list[dict], key: SpeakerKey) -> ReferenceCheck:
+def check_labels(records: list[dict], key: SpeakerKey, corpus_text: str | None = None) -> ReferenceCheck:
     """Score label records (results/labels.jsonl rows: ``text``, ``start``, ``script``, ``aliases``,
-    ``backend``, ``model``) against ``key``, which must be the key of the corpus they were cut from."""
+    ``backend``, ``model``) against ``key``, the key of the corpus they were cut from; with
+    ``corpus_text``, a record whose text is not the corpus's at its offsets is left out."""
     check = ReferenceCheck(key.path)
     for record in records:
         check.backend = check.backend or record.get("backend", "")
         check.model = check.model or record.get("model", "")
-        text, script = record["text"], as_segments(record["script"])
-        quotes = segments_by_quote(text, script)
+        text, start = record.get("text"), record.get("start")
+        if not isinstance(text, str) or not isinstance(start, int) or (
+                corpus_text is not None and corpus_text[start : start + len(text)] != text):
+            check.elsewhere += 1
+            continue
+        try:
+            script = as_segments(record.get("script"))
+        except (ValueError, KeyError, TypeError):
+            script = None
+        quotes = segments_by_quote(text, script) if script else None
         if quotes is None:
             check.unscored_excerpts += 1
             continue
         check.excerpts += 1
         starts = quote_layout(text)[0]
         flat, labels = [], []
-        for start, segs in zip(starts, quotes):
-            entry = key.quotes.get(record["start"] + start)
-            names = entry["speaker"] if entry and _same_quote(text[start + 1 :], entry["head"]) else None
+        for at, segs in zip(starts, quotes):
+            entry = key.quotes.get(start + at)
+            names = entry["speaker"] if entry and _same_quote(text[at + 1 :], entry["head"]) else None
             flat += segs
             labels += [{"speaker": names}] * len(segs)
             if not names:
@@ -178,10 +188,11 @@ def check_labels(records: list[dict], key: SpeakerKey) -> ReferenceCheck:
             if all(name in names for name in said):
                 check.right += 1
             else:
-                head = "".join(seg.content for seg in segs)[:12]
-                check.wrong.append(WrongQuote(record["start"] + start, head, "／".join(said), list(names)))
+                said_text = "".join(seg.content for seg in segs)
+                head = said_text if len(said_text) <= 12 else said_text[:12] + "…"
+                check.wrong.append(WrongQuote(start + at, head, "／".join(said), list(names)))
         reference, aliases = reference_script(script, flat, labels)
-        check.voices += voice_accuracy(reference, script, {**record.get("aliases", {}), **aliases}, text)
+        check.voices += voice_accuracy(reference, script, {**(record.get("aliases") or {}), **aliases}, text)
     return check
 
 
@@ -201,4 +212,4 @@ def check_references(records: list[dict], corpus_text: str, key_file: str | Path
     if key.sha256 != text_sha256(corpus_text):
         return (f"The speaker key {Path(key_file).name} was made on another version of the corpus (its sha256 differs), "
                 "so the references' speakers were not checked.")
-    return check_labels(records, key)
+    return check_labels(records, key, corpus_text)
