@@ -43,45 +43,9 @@ import argparse
 import time
 from pathlib import Path
 
+from audiobook_rl.judging.speaker_key import quoted_segments, reference_script
+
 DEFAULT_NOVEL = Path(__file__).resolve().parents[1] / "corpus" / "story.txt"  # the README's figures: --novel 水浒传
-
-
-def quote_mask(text: str) -> list[bool]:
-    """For each character read aloud (see ``reading_text``): True when it lies inside “…”."""
-    from audiobook_rl.script import SCENE_BREAK, reading_text
-
-    mask = []
-    depth = 0
-    for line in text.split("\n"):
-        if SCENE_BREAK.match(line):
-            continue
-        for ch in line:
-            if ch == "“":
-                depth += 1
-            elif ch == "”":
-                depth = max(0, depth - 1)
-            elif reading_text(ch):
-                mask.append(depth > 0)
-    return mask
-
-
-def quoted_segments(text: str, script) -> list | None:
-    """The segments inside quote marks, in order; None when a segment mixes quoted and unquoted
-    text or a segment outside quotes is not narration."""
-    from audiobook_rl.script import NARRATOR, reading_text
-
-    mask = quote_mask(text)
-    pos = 0
-    quoted = []
-    for seg in script:
-        n = len(reading_text(seg.content))
-        inside = mask[pos : pos + n]
-        pos += n
-        if not inside or len(set(inside)) != 1 or (not inside[0] and seg.speaker != NARRATOR):
-            return None
-        if inside[0]:
-            quoted.append(seg)
-    return quoted if pos == len(mask) else None
 
 
 def read_answers(path: str) -> dict[str, set[str]]:
@@ -109,22 +73,6 @@ def read_set(path: str, text: str) -> tuple[dict, list]:
               f"({novel.get('chars')} characters); offsets may not match")
     slices = [Slice(f"c{e['start']}", text[e["start"] : e["end"]], e["start"], e["end"]) for e in doc["excerpts"]]
     return doc, slices
-
-
-def reference_script(script, quotes, labels):
-    """The labeler's segments with each labelled quote read by its first right name, and the
-    excerpt's aliases that fold the other right names into it."""
-    from dataclasses import replace
-
-    from audiobook_rl.script import NARRATOR
-
-    chosen = {id(seg): label["speaker"] for seg, label in zip(quotes, labels) if label["speaker"]}
-    firsts = {names[0] for names in chosen.values()}
-    aliases = {alt: names[0] for names in chosen.values() for alt in names[1:] if alt not in firsts}
-    reference = [replace(seg, speaker=chosen[id(seg)][0]) if id(seg) in chosen else seg for seg in script]
-    # A quote nobody says (an inscription) is narration in the reference.
-    reference = [replace(seg, speaker=NARRATOR) if seg.speaker == NARRATOR else seg for seg in reference]
-    return reference, aliases
 
 
 def score_set(args, text, lexicon, labeler, lexicon_s) -> None:

@@ -9,6 +9,7 @@ from audiobook_rl.deps import code_files, module_files
 from audiobook_rl.errors import UserError
 from audiobook_rl.failures import summary
 from audiobook_rl.judging import agreement_judges, judge_name
+from audiobook_rl.judging.speaker_key import key_path
 from audiobook_rl.paths import SCHEMA, repo_file
 from audiobook_rl.startup import check_config, check_corpus, check_jobs, uses_conda
 from audiobook_rl.steps import WILDCARD
@@ -122,6 +123,14 @@ def code(rule):
     Rule inputs, so an edit reruns the stage; a backend that is not configured is not one.
     """
     return code_files(config, rule)
+
+
+def speaker_key():
+    """The hand-labelled speaker key beside the corpus (``<stem>.speakers.json``), if there is one:
+    the report checks the references' speakers against it (a rule input, so an edit reruns the report).
+    """
+    path = key_path(CORPUS)
+    return [str(path)] if path.is_file() else []
 
 
 def prompts(rule):

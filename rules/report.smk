@@ -2,6 +2,9 @@ rule report:
     input:
         metrics=f"{RESULTS}/train/metrics.jsonl",
         labels=f"{RESULTS}/labels.jsonl",
+        # the corpus and its speaker key, if any: how right the references' speakers are
+        corpus=CORPUS,
+        speaker_key=speaker_key(),
         val=f"{RESULTS}/data/val.parquet",
         policy=f"{RESULTS}/models/step_0",  # its config.json names the base policy
         test=f"{RESULTS}/data/test.parquet",

@@ -1,4 +1,4 @@
-"""report: training metrics + labels + each evaluated step's outputs and scores (validation and test) -> results/report.html."""
+"""report: training metrics + labels (checked against the corpus's speaker key, if any) + each evaluated step's outputs and scores (validation and test) -> results/report.html."""
 
 import logging
 
@@ -21,6 +21,8 @@ def main(smk):
     html = make_report(
         metrics=smk.input.metrics,
         labels=smk.input.labels,
+        corpus=smk.input.corpus,
+        speaker_key=smk.input.speaker_key[0] if smk.input.speaker_key else None,
         evals=evals,
         settings=dict(smk.params.report),
         val=smk.input.val,

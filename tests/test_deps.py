@@ -6,7 +6,7 @@ import copy
 
 from audiobook_rl.config import load_config
 from audiobook_rl.deps import code_files, imported_names
-from audiobook_rl.paths import CONFIG
+from audiobook_rl.paths import CONFIG, SCRIPTS
 
 CONFIG_DEFAULT = load_config(CONFIG)
 
@@ -60,3 +60,11 @@ def test_every_import_counts_except_those_for_types_only(tmp_path):
     )
     assert sorted(imported_names(script)) == ["audiobook_rl.judging", "audiobook_rl.judging.rubric", "audiobook_rl.steps"]
     assert "audiobook_rl.report.render" in imported_names(script, typing=True)
+
+
+def test_only_the_report_runs_the_check_of_the_references_speakers():
+    assert "judging/speaker_key.py" in inputs("report")
+    others = [p.stem for p in SCRIPTS.glob("*.py") if p.stem != "report"]
+    assert "label_slices" in others and "judge" in others
+    for rule in others:
+        assert "judging/speaker_key.py" not in inputs(rule), rule

@@ -67,6 +67,9 @@ def test_rule_builds_the_report_and_only_report_settings_rerun_it(workdir):
     assert "params" in plan.split("rule report:")[1].split("reason:")[1].splitlines()[0]
     # The template is an input, so editing it reruns the report too.
     assert "src/audiobook_rl/report/template.html" in plan.split("rule report:")[1].split("output:")[0]
+    # So is the bundled story's speaker key (the default corpus): the report checks the references against it.
+    assert "corpus/story.speakers.json" in plan.split("rule report:")[1].split("output:")[0]
+    assert b'<section id="references">' in first
 
     # Rebuilt with the same settings, the bytes are the same (no timestamps).
     (workdir / "overlay.yaml").write_text("{}\n", encoding="utf-8")

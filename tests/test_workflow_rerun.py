@@ -69,6 +69,8 @@ def run(tmp_path_factory):
     WORKFLOW[:] = [workflow_copy(tmp_path_factory.mktemp("workflow"))]
     workdir = tmp_path_factory.mktemp("trust")
     shutil.copy(STORY, workdir / "novel.txt")
+    # the story's speaker key beside it: the report checks the references' speakers against it
+    shutil.copy(STORY.with_name("story.speakers.json"), workdir / "novel.speakers.json")
     for name in ("create.md", "rewrite.md"):
         shutil.copy(REPO / "config" / "prompts" / name, workdir / name)
     base = write(workdir, BASE, "base.yaml")
@@ -253,6 +255,22 @@ def test_editing_a_prompt_reruns_from_the_stage_that_reads_it(run):
         assert "split_dataset" not in plan(run)
 
 
+def test_editing_the_speaker_key_reruns_only_the_report(run):
+    with edited(run / "novel.speakers.json", "\n"):
+        assert plan(run) == {"report"}
+
+
+def test_the_report_checks_the_references_speakers_against_the_key(run):
+    html = (run / "results/report.html").read_text(encoding="utf-8")
+    found = re.search(r"(\d+) quotes in (\d+) excerpts are covered\. Speaker right: <strong>(\d+)/(\d+)</strong>", html)
+    assert found, re.search(r'<section id="references">.*?</section>', html, re.S).group(0)
+    quotes, excerpts, right, scored = map(int, found.groups())
+    labels = read_jsonl(run / "results/labels.jsonl")
+    # every quote that opens in an excerpt is in the key (no quote of the story is nested in another)
+    assert (quotes, excerpts) == (sum(r["text"].count("“") for r in labels), len(labels)) and scored == quotes
+    assert 0 < right <= scored
+
+
 def test_touching_every_input_reruns_nothing(run):
     for path in [run / "novel.txt", run / "create.md", run / "rewrite.md", *sorted((WORKFLOW[0] / "src").rglob("*.py"))]:
         path.touch()
@@ -263,6 +281,7 @@ def test_touching_every_input_reruns_nothing(run):
     "module,expected",
     [
         ("src/audiobook_rl/report/__init__.py", {"report"}),
+        ("src/audiobook_rl/judging/speaker_key.py", {"report"}),  # the check of the references' speakers
         ("src/audiobook_rl/judging/rubric.py", FROM_TRAINING),  # the rubric is also the training reward
         # the rule labeler labels the slices, and build_policy's warm start labels with it too
         ("src/audiobook_rl/labeling/rules.py", EVERYTHING - {"slice_corpus"}),
@@ -272,7 +291,7 @@ def test_touching_every_input_reruns_nothing(run):
         ("src/audiobook_rl/agent/lightning.py", set()),
         ("src/audiobook_rl/training/verl/config.py", set()),
     ],
-    ids=["report-module", "rubric-judge", "rule-labeler", "schema-module", "vllm-chat", "agent-lightning", "verl-config"],
+    ids=["report-module", "speaker-key-check", "rubric-judge", "rule-labeler", "schema-module", "vllm-chat", "agent-lightning", "verl-config"],
 )
 def test_editing_a_package_module_reruns_its_stage_and_what_follows(run, module, expected):
     with edited(WORKFLOW[0] / module, "\n# an edit\n"):

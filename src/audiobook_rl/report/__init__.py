@@ -29,6 +29,8 @@ def make_report(
     test_evals: dict[int, tuple[str | Path, str | Path]] | None = None,
     test: str | Path | None = None,
     judges: dict[str, dict[int, str | Path]] | None = None,
+    corpus: str | Path | None = None,
+    speaker_key: str | Path | None = None,
     **shown,
 ) -> str:
     """The report's HTML. ``evals`` maps each evaluated step (a number, or ``sft`` for the warm start)
@@ -36,7 +38,9 @@ def make_report(
     held-out test slices (none: no test set);
     ``settings`` is the ``report`` config section; ``policy_dir`` (results/models/step_0) names the
     base policy; ``judges`` maps each extra judge (``judge.agreement``) to its scores.jsonl per step,
-    on the split of the headline. ``shown`` goes to :func:`.render.build_report` as given (``train``,
+    on the split of the headline. With ``corpus`` (the novel the labels were cut from), the references'
+    speakers are checked against ``speaker_key`` (its hand-labelled key, none: the report says so).
+    ``shown`` goes to :func:`.render.build_report` as given (``train``,
     ``policy``, ``eval_cfg``, ``config_hash``, ``template``, ``repo``, ``judge_name``)."""
     from ..steps import order
     from .load import load_run
@@ -57,4 +61,13 @@ def make_report(
     for name, files in (judges or {}).items():
         for step in sorted(files):
             inputs[f"judge {name} scores_{step}"] = str(files[step])
-    return build_report(run, settings, inputs, policy_dir=policy_dir, judges=judges or {}, **shown)
+    references = None
+    if corpus:
+        from ..corpus import read_text
+        from ..judging.speaker_key import check_references
+
+        references = check_references(list(run.labels.values()), read_text(corpus)[0], speaker_key)
+        inputs["corpus"] = str(corpus)
+        if speaker_key:
+            inputs["speaker_key"] = str(speaker_key)
+    return build_report(run, settings, inputs, policy_dir=policy_dir, judges=judges or {}, references=references, **shown)

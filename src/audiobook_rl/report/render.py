@@ -79,6 +79,7 @@ def build_report(
     policy: dict | None = None,
     judges: dict[str, dict[int, str | Path]] | None = None,
     judge_name: str = "the configured judge",
+    references=None,
 ) -> str:
     """The HTML text of the report.
 
@@ -87,7 +88,9 @@ def build_report(
     ``eval_cfg`` are the config sections shown as settings; ``policy_dir`` is the base policy's model
     directory, whose config names the policy unless the ``policy`` section names a pretrained one;
     ``judges`` are the extra judges' scores (name → step → scores.jsonl) on the headline's split,
-    compared with the configured judge, ``judge_name``.
+    compared with the configured judge, ``judge_name``; ``references`` is how right the reference
+    scripts' speakers are (:func:`audiobook_rl.judging.speaker_key.check_references`: a check, or the
+    sentence saying why there is none; None: not shown).
     """
     train, eval_cfg = train or {}, eval_cfg or {}
     rows = checkpoint_rows(run, settings)
@@ -103,7 +106,8 @@ def build_report(
     hacking = judge_checks.hacking_checks(head_run, settings) if len(head_run.steps) > 1 else []
     agreement = judge_checks.judge_agreement(head_run, judge_name, judges or {}, settings)
     curves = diagnosis.curves(run.metrics, settings["smoothing_window"])
-    made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "test": "split_dataset", "policy": "build_policy"}
+    made_by = {"metrics": "train_grpo", "labels": "label_slices", "val": "split_dataset", "test": "split_dataset", "policy": "build_policy",
+               "corpus": "the novel", "speaker_key": "labelled by hand"}
     files = [
         provenance.file_record(path, made_by.get(name) or ("generate" if "outputs" in name else "judge_agreement" if name.startswith("judge ") else "judge"))
         for name, path in inputs.items()
@@ -146,6 +150,8 @@ def build_report(
         "last_step": run.metrics[-1]["step"] if run.metrics else None,
         "settings": settings,
         "ref_segments": sum(ref_segments) / len(ref_segments) if ref_segments else None,
+        "references": references,
+        "max_wrong": 10,  # wrong quotes listed under the references' check
         "samples": _samples(run, rows, settings["max_samples"]),
         "n_val": len(run.val_ids),
         "n_test": len(run.test.val_ids) if run.test else 0,
