@@ -1,5 +1,7 @@
 """The rule-based labeler: speakers, tones, delays, and scripts that give back their excerpt."""
 
+from functools import partial
+
 import pytest
 
 from audiobook_rl.corpus import read_text, slice_text
@@ -117,8 +119,9 @@ SHUIHU_NAMES = Lexicon(
 )  # fmt: skip
 
 
-def speakers(text: str) -> list[str]:
-    return [s for s, _ in quotes(text, SHUIHU_NAMES)]
+def speakers(text: str, lexicon=None) -> list[str]:
+    """The speaker of every quote, read with ``lexicon`` (default: a few names of the novel)."""
+    return [s for s, _ in quotes(text, SHUIHU_NAMES if lexicon is None else lexicon)]
 
 
 def test_name_span_leaves_out_demonstratives_numbers_and_the_words_around_it():
@@ -246,7 +249,7 @@ def test_a_tag_without_a_subject_right_after_a_quote_goes_on_or_answers():
 
 def test_the_nearer_subject_speaks_not_an_earlier_clauses():
     names = Lexicon(names={"鲁智深", "庞元", "张世开", "石秀", "宋江"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　太公将出原定的金子段匹，鲁智深道：“李忠兄弟，你与他收了去。”") == ["鲁智深"]
     # 他 after a named subject in the same sentence is that subject.
     assert said("　　庞元只道张世开打小厮，他便叫道：“姐夫，如何打那小厮？”") == ["庞元"]
@@ -264,7 +267,7 @@ def test_two_people_brought_in_one_after_the_other_act_together_next():
 
 def test_kin_and_people_of_a_named_person_speak_as_themselves():
     names = Lexicon(names={"雷横", "童贯"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　雷横娘道：“哥哥救得孩儿，却是重生父母。”") == ["雷横娘"]
     assert said("　　童贯的步军，隔着岸叫那渔人问道：“贼在那里？”") == ["步军"]
     assert said("　　雷横道：“哥哥救我。”") == ["雷横"]
@@ -286,7 +289,7 @@ def test_a_name_and_the_words_glued_to_it():
     # A two-character surname is no name on its own (耶律得重 stays whole).
     assert Lexicon(text="耶律得重奏道。耶律国珍道。耶律宗云道。").trimmed("耶律得重") == "耶律得重"
     names = Lexicon(names={"张横", "秦明", "慕容知府", "闻达", "真长老", "阎婆", "婆惜"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　水寨内头领船火儿张横便道：“且住。”") == ["张横"]
     assert said("　　慕容知府认得秦明，便骂道：“你这厮是朝廷命官。”") == ["慕容知府"]
     assert said("　　只见兵马都监闻达喝道：“且住！”") == ["闻达"]
@@ -319,7 +322,7 @@ def test_person_nouns_of_the_novel_speak_where_a_clause_opens_with_them():
 
 def test_a_place_the_names_hold_before_a_person_is_a_place():
     names = Lexicon(names={"胡梯", "林冲", "燕青"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　胡梯上一个年小的后生，独自背立着，把林冲的娘子拦着道：“你且上楼去。”") == ["后生"]
     assert said("　　燕青上前拦住道：“哥哥且住。”") == ["燕青"]
 
@@ -339,7 +342,7 @@ def test_one_who_does_something_speaks_as_what_he_does():
 
 def test_two_names_joined_by_and_act_together_and_a_group_is_no_verbs_object():
     names = Lexicon(names={"陆虞候", "富安", "老都管", "宋江", "戴宗"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     text = "　　那陆虞候和富安见老都管来问病，两个商量道：“只除恁的。”两个邀老都管僻静处说道：“若要衙内病好。”"
     assert said(text) == ["陆虞候、富安", "陆虞候、富安"]
     # In the verb's own clause 和 is "to": one speaks to the other.
@@ -354,7 +357,7 @@ def test_a_phrase_that_ends_in_a_person_noun_is_not_a_descriptor():
 def test_a_clause_that_says_who_someone_is_gives_the_name():
     novel = "冯喜道：“是。”冯喜又道：“好。”曾魁道：“来。”曾魁喝道：“住！”"
     names = Lexicon(names={"吕师囊", "方腊", "鲁提辖", "郑屠", "天使", "酒保"}, text=novel)
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　那天使是方腊面前引进使冯喜，悄悄地对吕师囊道：“近日司天太监奏道。”") == ["冯喜"]
     assert said("　　当先一个好汉，骑着匹冲阵马，乃是曾家第四子曾魁。高声喝道：“你等是梁山泊反国草寇！”") == ["曾魁"]
     # 是 after seeing or knowing: the one seen is not the one who speaks.
@@ -364,7 +367,7 @@ def test_a_clause_that_says_who_someone_is_gives_the_name():
 
 def test_the_one_the_narration_asked_answers_a_tag_without_a_subject():
     names = Lexicon(names={"何涛", "管营", "差拨", "宋江"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　何涛心内疑惑，便问那当村住的人。说道：“小人们虽是在此居住。”") == ["当村住的人"]
     text = "　　便差人唤到管营、差拨，问他两个时，那里敢隐瞒。只得直说道：“这人来时不见有风病。”"
     assert said(text) == ["管营、差拨"]
@@ -386,7 +389,7 @@ def test_a_verb_phrase_is_no_name_and_no_descriptor():
 def test_a_nickname_the_novel_often_puts_before_a_name_gives_the_name_in_the_verbs_clause():
     novel = "神医安道全道：“是。”神医安道全又道：“好。”神医安道全便道：“来。”"
     names = Lexicon(names={"安道全", "张清", "宋江", "薛永", "穆太公", "李逵"}, text=novel)
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　先使人往檀州问张清箭疮如何，神医安道全使人回话道：“虽然外损皮肉，却不伤内。”") == ["安道全"]
     # A verb before a name in the verb's clause: the name is spoken to.
     assert said("　　宋江作别穆太公并众位好汉，临行分付薛永：“你可去山寨。”") == ["宋江"]
@@ -395,7 +398,7 @@ def test_a_nickname_the_novel_often_puts_before_a_name_gives_the_name_in_the_ver
 
 def test_a_pronoun_joined_by_and_is_the_one_the_sentence_began_with():
     names = Lexicon(names={"晁盖", "公孙胜", "庄客", "朱仝"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     before = "　　庄客来报与朱仝说道：“官军到了！”"
     # 他和公孙胜: no group "他、公孙胜"; 他 is 晁盖, who opened the sentence.
     text = before + "晁盖叫庄客只顾放火，他和公孙胜引了十数个庄客，从后门杀将出来。大喝道：“当吾者死！”"
@@ -407,7 +410,7 @@ def test_a_pronoun_joined_by_and_is_the_one_the_sentence_began_with():
 
 def test_an_answer_right_after_a_thought_is_the_thinkers():
     names = Lexicon(names={"李逵", "猎户"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     asked = "　　众猎户问道：“你是甚人？”李逵自肚里寻思道：“只谎说罢。”\n\n"
     assert said(asked + "　　答道：“我是客人。”") == ["众猎户", "李逵", "李逵"]
     # After a spoken line, 答道 is the other one of the exchange.
@@ -417,7 +420,7 @@ def test_an_answer_right_after_a_thought_is_the_thinkers():
 
 def test_the_place_a_person_noun_works_at_is_left_out():
     names = Lexicon(names={"宋江", "梢公", "店小二"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     assert said("　　宋江叫道：“快把船来！”这船梢公回头看了，慌忙应道：“来了。”") == ["宋江", "梢公"]
     # A word the names know whole keeps its first character (店小二).
     assert said("　　宋江叫道：“酒来！”店小二慌忙应道：“来了。”") == ["宋江", "店小二"]
@@ -425,7 +428,7 @@ def test_the_place_a_person_noun_works_at_is_left_out():
 
 def test_the_one_the_narrator_turns_to_goes_on_in_a_tag_without_a_subject():
     names = Lexicon(names={"宋江", "安道全", "刘敏"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     before = "　　安道全身披素服，随后压阵。\n\n"
     assert said(before + "　　且说道君天子，同百官在楼上看了，心中大悦。与百官道：“真英雄也！”") == ["道君天子"]
     assert said(before + "　　再说宛州守将刘敏，在城上看了，心中大怒。与众将道：“休放走了！”") == ["刘敏"]
@@ -435,7 +438,7 @@ def test_the_one_the_narrator_turns_to_goes_on_in_a_tag_without_a_subject():
 
 def test_the_one_bowed_to_speaks_first_in_a_tag_without_a_subject():
     names = Lexicon(names={"宋江", "燕青", "柴进"})
-    said = lambda text: [s for s, _ in quotes(text, names)]  # noqa: E731
+    said = partial(speakers, lexicon=names)
     before = "　　柴进也喜。\n\n"
     assert said(before + "　　燕青到寨中，上帐拜罢宋江，吃了酒食。问道：“贤弟水路来？”") == ["宋江"]
     # Without the bow, the subject of the narration goes on.

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import Lexicon, build_lexicon
-from .story import _MANY, TITLES, Story, head_of, is_descriptor, self_named
+from .story import MANY, TITLES, Story, head_of, is_descriptor, self_named
 from .subjects import (
     COLLECTIVES,
     LISTENER_MARKERS,
@@ -294,7 +294,7 @@ def _identify(speaker: str, state: _State) -> str:
     if state.story is None or not is_descriptor(speaker, state.story.names):
         return speaker
     head = head_of(speaker)
-    if head in TITLES and len(speaker) > len(head) and not is_surname(speaker) and not _MANY.match(speaker):
+    if head in TITLES and len(speaker) > len(head) and not is_surname(speaker) and not MANY.match(speaker):
         return speaker  # 住持真人, 监宫真人: a post before the title, someone other than the one named with it
     return state.story.who(speaker, state.pos) or speaker
 

@@ -51,7 +51,8 @@ _TITLES = sorted(TITLES, key=len, reverse=True)
 _HEAD_SIZES = sorted({len(h) for h in _KIND_OF}, reverse=True)
 # 人 and 汉 alone are heads only after a demonstrative (那人, 这汉): 客人, 军汉 are other people.
 _BARE = re.compile(r"^(?:那|这|此)?(?:个)?(?:人|汉)$")
-_MANY = re.compile(r"^(?:那|这|此)?(?:[两二三四五六七八九十几数百千]|众|诸)")
+# Many people (四个好汉, 众人, 那两个): never one named person (also read by the rule labeler).
+MANY = re.compile(r"^(?:那|这|此)?(?:[两二三四五六七八九十几数百千]|众|诸)")
 # How long (characters of text) a name stays bound without coming up again: a woman named once may
 # be 那妇人 for three chapters (潘金莲).
 _REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "title": 3000, "man": 3000, "teacher": 3000}
@@ -193,7 +194,7 @@ class Story:
     def who(self, descriptor: str, pos: int) -> str | None:
         """The name ``descriptor`` stands for at ``pos``, if the text named that person."""
         head = head_of(descriptor)
-        if head is None or _MANY.match(descriptor):
+        if head is None or MANY.match(descriptor):
             return None  # (四个好汉, 众军汉: many people, not the one named)
         kind = _KIND_OF[head]
         timeline = self._timelines.get(head if kind == "title" else kind, [])
