@@ -66,7 +66,13 @@ _THINKING = re.compile(r"寻思|暗想|心想|想道|思量|思忖|忖道|沉吟
 _ROLE_TAG = re.compile(r"^([\u4e00-\u9fff]{2})(?:便|又|也|却|只)?(?:说|问|答|应|禀|告)?道[：:]$")
 _NOT_IN_ROLE = (STOP - set("小老头主人客公军")) | set("罢毕了时间然即声里中日")
 _NOT_FIRST_IN_ROLE = set("又也便却只再还亦其他你我")  # adverbs and pronouns (其妻: someone's wife, not a role)
+_ASKS_AGAIN = re.compile("^(?:[便却]?又|再)(?:问|动问)道?[：:]?$")
+# A decree that speaks (圣旨问道, 殿上法旨道): the sovereign of the scene, the last one the text named.
+_DECREE = re.compile("^(?:[\u4e00-\u9fff]{1,2}[上前中])?(?:圣旨|法旨|玉旨|懿旨|敕旨)(?:[便又也却])?(?:问|说|宣|传|答)?道?[：:]?$")
+_SOVEREIGNS = ("上皇", "天子", "皇帝", "官家", "圣上", "道君", "娘娘", "玄女", "郎主", "狼主", "国主")
 _GREETED = re.compile("(?:拜罢|拜了|拜见了?|参见了?|参拜了?)([\u4e00-\u9fff]{2,4})$")  # and whom a clause bows to
+_WHO_IT_IS = re.compile("^(?:不是别人|非是别人|不是别个)?(?:正是|便是|却是|乃是|原来是|原来正是|却原来是)")
+_LOOKING = ("看时", "看了", "看", "认时", "见时", "看那人时")
 _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narrator's "now", not a speech verb
 # A descriptor right before the speech verb inside a clause that opened with someone else, the comma
 # left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
@@ -114,6 +120,8 @@ class _State:
     mentioned_now: str | None = None  # … and in the sentence just read
     asked: str | None = None  # whom the last sentence of narration asked (便问那当村住的人。): he answers next
     thought: bool = False  # the last quote was a thought (寻思道), not a turn of the exchange
+    asker: str | None = None  # who asked the last question: 又问道 is him asking again …
+    since_question: int = 0  # … when only the answer to it came between (quotes read since it)
 
     def spoke(self, speaker: str) -> None:
         self.asked = None
@@ -148,7 +156,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v5"
+    model = "rules-v6"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -278,6 +286,10 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         state.spoke(speaker)
         state.last_was_quote = True
         state.thought = bool(_THINKING.search(tag))
+        if "问" in tag or text.rstrip("”’ 　").endswith(("？", "?")):
+            state.asker, state.since_question = speaker, 0
+        else:
+            state.since_question += 1
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))
     return segments
@@ -347,6 +359,8 @@ def _sentence_subject(sentence: str | list[str], lexicon: Lexicon) -> str | None
     clauses = _clauses(sentence) if isinstance(sentence, str) else sentence
     for k in range(len(clauses) - 1, -1, -1):
         clause = clauses[k]
+        if k and _WHO_IT_IS.match(clause) and any(c.endswith(_LOOKING) for c in clauses[:k]):
+            continue  # 林冲看时，不是别人，却是柴进: the one who looks goes on, not the one he sees
         if k and clause.startswith("见") and clauses[k - 1].endswith(("看时", "看")):
             clause = clause[1:]  # 宋江看时，见石秀拈着口刀，…: the one seen acts next
         name = subject(clause, lexicon, first=k == 0)
@@ -382,6 +396,8 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     if not clauses:
         return _carried("", state)
     verb = clauses[-1]
+    if state.story and _DECREE.match(strip_lead(verb)):
+        return _sovereign(state) or _carried(verb, state)
     heard = _HEARD.search(verb)
     name = heard and subject(verb[heard.end() :], lexicon, verb_clause=True)  # 宋江又听得那太公问道
     inner = _INNER_DESCRIPTOR.search(verb)
@@ -404,9 +420,20 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     return _resolve(name, state) if name else _carried(verb, state)
 
 
+def _sovereign(state: _State, reach: int = 1500) -> str | None:
+    """The sovereign the text last named before the point being read (上皇驾坐文德殿。圣旨问道 → 上皇)."""
+    text = state.story.text[max(0, state.pos - reach) : state.pos]
+    found = max(((text.rfind(word), word) for word in _SOVEREIGNS), default=(-1, None))
+    return found[1] if found[0] >= 0 else None
+
+
 def _carried(verb: str, state: _State) -> str:
     """Who speaks when the tag names nobody: right after a quote, its speaker goes on (又读道,
-    便叫武松) unless the verb answers (答道: the other one); else whom the narration is about."""
+    便叫武松) unless the verb answers (答道: the other one) or asks again (又问道: the one who asked
+    before); else whom the narration is about."""
+    answered = state.asker and state.since_question == 1 and state.recent and state.recent[-1] != state.asker
+    if answered and state.after_quote and _ASKS_AGAIN.match(verb.strip(" \t　”’")):
+        return state.asker  # 李逵道：“那个是吃打的？”原告道：“…”又问道 → 李逵
     if state.after_quote and state.recent:
         if _ANSWER.match(strip_lead(verb)) and state.other_speaker() and not state.thought:
             # (李逵见问，自肚里寻思道：“…” 答道: the one who was thinking answers)

@@ -27,7 +27,7 @@ import re
 from typing import Protocol
 
 from ..corpus import HEADING
-from .subjects import COMPOUND_SURNAMES, STOP, SURNAMES, is_surname
+from .subjects import COMPOUND_SURNAMES, STOP, SURNAMES, is_surname, strip_lead
 
 # Descriptor heads by kind of person; the longest head a descriptor ends with decides its kind.
 KINDS = {
@@ -99,6 +99,8 @@ _OPENS_WITH_I = re.compile(f"^{_I}")
 _OTHER_PERSON = re.compile("的|他|其|父|母|兄|弟|哥|姐|妹|妻|主|有个|有一个|认得|是")
 _HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
 _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
+# A post before a title, as the subject of a speech tag (住持真人向前禀道, 监宫真人道).
+_POSTED = re.compile(f"(?![那这此一两二三四五六七八九十几数众诸])([{_CJK}]{{2}})(" + "|".join(_TITLES) + ")(?![{_CJK}]{0,1}[、和])")
 _TITLED = re.compile(f"(?<!、){_SURNAME}(?:[一二三四五六七八九十大小老](?<![、][{_CJK}][二两三]))?(?:" + "|".join(_TITLES) + ")")
 
 
@@ -271,12 +273,15 @@ class Story:
                         add("woman", match.start(), _NOT, other.group())  # 那妇人因王庆勾搭了娇秀: not 娇秀
                         apart.add(start + other.start())
         covered: list[tuple[int, int]] = []
+        whole: dict[str, str] = {}
         for match in re.finditer("|".join(map(re.escape, sorted(by_key, key=len, reverse=True))) or "(?!)", text):
             name = match.group()
             covered.append(match.span())
             for key in by_key[name]:
                 if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
                     continue  # a woman the people talk about, or one set apart, is not the one in the scene
+                if key == "title":
+                    name = whole.setdefault(name, _whole_name(name, text))  # 真长老 is 智真长老
                 add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
 
         # A title right before a name (正直知县时文彬在厅上): the title alone stands for him next.
@@ -321,6 +326,9 @@ class Story:
                 add(_key(head), match.start(), _NAMED, name)
         for match in _TAGGED_QUOTE.finditer(text):
             clause = re.split(r"[，,]", match.group(1))[-1]
+            post = _POSTED.match(strip_lead(clause))
+            if post and not any(ch in STOP for ch in post.group(1)) and not is_surname(post.group()) and not names.name_at(post.group(1), 0):
+                add(post.group(2), match.end(1), _NAMED, post.group())  # 住持真人向前禀道: 真人 is he from then on
             head = next((h for h in _HEADS if re.search(f"(?:那|这)[{_CJK}]{{0,4}}?{h}", clause)), None)
             name = head and self_named(match.group(2), names)
             if name:
@@ -397,6 +405,15 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     if name and re.match(f"[{_CJK}]{{3}}", after[name.end() :]):
         return None  # 正是蒋门神初来孟州新娶的妾: his concubine, not 蒋门神
     return name.group() if name and is_surname(name.group()) and not is_descriptor(name.group()) else None
+
+
+def _whole_name(name: str, text: str) -> str:
+    """``name`` with the character the text nearly always writes before it (真长老 → 智真长老)."""
+    before = [text[m.start() - 1] for m in re.finditer(re.escape(name), text) if m.start()]
+    top = max(set(before), key=before.count, default="")
+    if top and re.match(f"[{_CJK}]", top) and top not in STOP and not is_surname(name) and before.count(top) * 4 >= len(before) * 3:
+        return top + name
+    return name
 
 
 def _is_name(word: str, names: Names) -> bool:

@@ -91,27 +91,35 @@ _BODY_OR_PLACE = set("身背面旁手眼心脸口家")
 # Two-character places before a subject (外面有人叫道); longer ones are recognised by their last
 # character, shorter ones could be a verb and its direction (脱下王班直身上锦袄).
 _PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前", "门里", "帐前", "帐下", "阶下", "堂上", "厅上", "楼上", "楼下",
-           "城上", "城中", "两边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上",
+           "城上", "城中", "两边", "身边", "身后", "身旁", "旁边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上",
            "城里", "城内", "城外", "寨里", "寨中", "庄上", "庄里", "山上", "山下", "店里", "府里", "府中", "县里",
            "正南上", "正北上", "正东上", "正西上", "东南上", "西南上", "东北上", "西北上"}  # fmt: skip
 # Nouns of places that take a locative (关前, 寨里, 船头上): with it they set the scene before a subject.
 _PLACE_NOUNS = set("关寨营城门阵殿庄山岭桥江河船店庙寺堂厅楼帐林坡岸树路窗屋府县街巷")
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
-# What is left of a clause after its subject when the subject stands right before the verb.
-_VERB_ONLY = re.compile(r"^[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$|^[\u4e00-\u9fff]{1,3}?来(?:说道|报道|叫道)[：:，,]?$")
+# What is left of a clause after its subject when the subject stands right before the verb, a
+# doubled sound allowed before it (卞祥呵呵大笑道).
+_VERB_ONLY = re.compile(r"^(?:([\u4e00-\u9fff])\1)?[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$|^[\u4e00-\u9fff]{1,3}?来(?:说道|报道|叫道)[：:，,]?$")
 # What follows a name in a speech tag: an adverb, or a listener, then the verb (邬梨对全灵说道).
 _AFTER_NAME = re.compile(
     r"^(?:[又便却也都就只才已正仍还再亦乃遂][\u4e00-\u9fff]{0,2}?|[对向与问和][\u4e00-\u9fff]{1,5}?)"
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
+_ASKING = "问对向与跟朝同给替让叫唤请"  # (问烧香的道: the one who burns incense is asked, not asking)
 _MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
 _SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)
 _THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|又|也|早|只)?有")  # 随军内却有公孙胜
 _VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送邀")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
-_KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
+_KIN = set("娘爹妈")
+# One of a few people, with no noun (两个跪在厅前，这个告道：… 那个告：…).
+_DEMONSTRATIVE_ALONE = re.compile("^([这那]个)(?:[便又也却])?(?:说|问|答|应|告|禀|叫|喝|骂|哭|笑)?道?[：:，,]?$")
+# Kin who speak together (父子两个告道, 母子二人哭道); 夫妻两个 and 弟兄两个 are groups of names.
+_KIN_PAIR = re.compile("(?:父子|母子|父女|母女|叔侄|姑嫂|娘儿|爷儿|公婆|兄妹|姊妹|姐妹)(?:两个|二人|两人|三个|三人|俩)")
+# The last character of a word for a person (小猴子, 小厮儿): after 只见 it is someone who comes in.
+_PERSON_END = set("子儿汉人婆娘公郎童")  # one character that names a speaker on its own (娘道：“…”)
 # Kin after a name: the kin is the person (雷横娘, 雷横的母亲), unless the name goes on.
 _KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹)(?![\u4e00-\u9fff]?[子儿])")
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
@@ -316,6 +324,12 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
         named = _names_at(clause[there.end() :], names)
         if named and is_surname(named):
             return named  # 随军内却有公孙胜: the one who is there acts next
+    alone = _DEMONSTRATIVE_ALONE.match(clause) if verb_clause else None
+    if alone:
+        return alone.group(1)  # 只见这个应道, 那个告: one of the people just spoken of, not named
+    kin = _KIN_PAIR.match(clause)
+    if kin and clause[kin.end() : kin.end() + 1] not in _VERB_CHARS | LISTENER_MARKERS:
+        return kin.group()  # 父子两个告道: the father and daughter of the scene
     if clause[:1] in "那这" and clause[1:].startswith(COLLECTIVES):
         clause = clause[1:]  # 那两个道: the two just spoken of
     for word in COLLECTIVES if clause.startswith(COLLECTIVES) else ():
@@ -358,7 +372,7 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     if pair and all(name_shaped(w) for w in pair.groups()):
         return "、".join(pair.groups())  # 刘二、刘三管待解珍、解宝 (brothers named by their rank)
     nominal = re.match(f"有?([\u4e00-\u9fff]{{2,3}}的)(?=[{''.join(sorted(_EARLY_STOP))}]|[便又也却][\u4e00-\u9fff]?[道说问叫])", clause)
-    if verb_clause and nominal and clause[0] not in "那这" and not clause.startswith(PRONOUNS) and not names.name_at(clause, 0):
+    if verb_clause and nominal and clause[0] not in "那这" + _ASKING and not clause.startswith(PRONOUNS) and not names.name_at(clause, 0):
         return nominal.group(1)  # 把门的问道, 卖酒的便道: the one who does it (把 is no listener here); 有认得的喝道
     if (clause[0] in LISTENER_MARKERS and names.name_at(clause, 1)) or _addressed(clause):
         # 与燕青道, 分付戴宗道: the subject was left out, the name is the listener; but a verb
@@ -382,6 +396,7 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
         after = clause[clause.find(loose) + len(loose) :] if loose else ""
         gap = clause[: clause.find(loose)] if loose else ""
         nickname = first and loose in names.names and 3 <= len(gap) <= 4 and not any(ch in _VERB_CHARS for ch in gap)  # 小养由基庞万春败回
+        nickname = nickname and not _head_prefix(gap)  # (县官念武松是个…: a person and a verb, then whom he thinks of)
         # A two-character nickname only where the novel often puts it before the name (浪子燕青,
         # 神医安道全使人回话道: in the verb's clause too, where a verb may stand before a name).
         often = len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3
@@ -395,6 +410,11 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
         short = trimmed(word, names)
         if 2 <= len(short) < len(word) and _speaks_often(short, names):
             return short  # 陈翥兜住马: a name the text often puts before a speech verb
+    turned = lead.endswith(_STORY_TURNS) and not names.name_at(clause, 0) and _head_prefix(clause)
+    if turned and len(turned) >= 2 and "的" not in turned:
+        return _shortened(turned, names)  # 且说县官念武松是个义气烈汉: the one the narrator turns to
+    if confirmed and introduced and len(word) >= 2 and word[-1] in _PERSON_END and _plausible(word) and word[0] not in "那这":
+        return word  # 只见小猴子叫道: someone the lists do not know comes in and speaks
     return None
 
 
@@ -420,6 +440,8 @@ def _unknown_span(clause: str) -> str:
         return ""
     i = 1
     while i < len(clause) and i < 4 and _CJK.match(clause[i]) and clause[i] not in STOP and not _strong_verb(clause, i):
+        if i >= 2 and clause[i : i + 1] == clause[i + 1 : i + 2]:
+            break  # 卞祥呵呵大笑道: a doubled sound after the name
         i += 1
     word = clause[:i]
     return "" if any(a == b for a, b in zip(word, word[1:])) else word
