@@ -71,6 +71,17 @@ def test_quotes_are_split_by_their_opening_marks():
     assert segments_by_quote(text, mixed) is None
 
 
+def test_a_dash_in_the_narration_is_read_like_any_other_character():
+    # 宋江把那封书——就取了一条金子——插在招文袋内: a dash alone on a line would be a scene break,
+    # inside a sentence it is read, so the quote after it is still found.
+    text = "　　宋江把书——就取了金子——插了。便道：“且坐。”\n\n——\n\n他走了。"
+    starts, owner = quote_layout(text)
+    assert len(owner) == len(reading_text(text))
+    script = from_dicts([case.seg("旁白", "宋江把书——就取了金子——插了。"), case.seg("旁白", "便道："),
+                         case.seg("宋江", "且坐。"), case.seg("旁白", "他走了。")])
+    assert [s.content for s in quoted_segments(text, script)] == ["且坐。"]
+
+
 def test_the_bundled_storys_key_matches_the_story_and_covers_every_quote():
     text, _ = read_text(STORY)
     doc = json.loads(key_path(STORY).read_text(encoding="utf-8"))

@@ -233,6 +233,12 @@ def reading_text(text: str) -> str:
     return _NOT_READ.sub("", "".join(lines))
 
 
+def is_read(ch: str) -> bool:
+    """Whether one character of a line that is not a scene break is read aloud (a dash is, although
+    a line of dashes alone is a scene break)."""
+    return not _NOT_READ.match(ch)
+
+
 def joined_content(segments: list[Segment]) -> str:
     """All contents in order, as read (see :func:`reading_text`)."""
     return reading_text("".join(s.content for s in segments))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import UserError
-from ..script import NARRATOR, SCENE_BREAK, Segment, reading_text
+from ..script import NARRATOR, SCENE_BREAK, Segment, is_read, reading_text
 from .voice import VoiceAccuracy, as_segments, voice_accuracy
 
 KEY_SUFFIX = ".speakers.json"
@@ -50,7 +50,7 @@ def quote_layout(text: str) -> tuple[list[int], list[int | None]]:
                     depth += 1
                 elif ch == "”":
                     depth = max(0, depth - 1)
-                elif reading_text(ch):
+                elif is_read(ch):
                     owner.append(len(starts) - 1 if depth > 0 else None)
         offset += len(line) + 1
     return starts, owner
