@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v6" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v7" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -443,3 +443,62 @@ def test_the_one_bowed_to_speaks_first_in_a_tag_without_a_subject():
     assert said(before + "　　燕青到寨中，上帐拜罢宋江，吃了酒食。问道：“贤弟水路来？”") == ["宋江"]
     # Without the bow, the subject of the narration goes on.
     assert said(before + "　　燕青到寨中，上帐见宋江，吃了酒食。问道：“哥哥安好？”") == ["燕青"]
+
+
+def test_rules_v6_people_without_a_name_speak_as_what_the_tag_calls_them():
+    names = Lexicon(names={"李逵", "张顺", "鲁达", "童贯", "王公"})
+    said = partial(speakers, lexicon=names)
+    # 这个 / 那个 alone before the verb: one of the people just spoken of.
+    assert said("　　两个跪在厅前，这个告道：“他打了小人。”那个告：“他骂了小人。”") == ["这个", "那个"]
+    assert said("　　张顺问道：“那个船里有鲤鱼？”只见这个应道：“我船上来。”") == ["张顺", "这个"]
+    assert said("　　那个公人道：“押司说得是。”") == ["公人"]  # (a noun after it: the noun speaks)
+    # Kin who speak together.
+    assert said("　　鲁达道：“老儿，你来。”父子两个告道：“便是重生父母。”") == ["鲁达", "父子两个"]
+    # A word the lists do not know, ending like a person, after 只见 (not a manner word).
+    assert said("　　王公挑着担出来。只见小猴子叫道：“苦也！”") == ["小猴子"]
+    assert said("　　王公挑着担出来。只见慌忙叫道：“苦也！”") == ["王公"]
+    # A number and 将 after a place on the body.
+    assert said("　　童贯在岸上看得呆了。身边一将指道：“山顶上那把黄旗动了。”") == ["一将"]
+
+
+def test_rules_v6_a_tag_without_a_subject_goes_on_with_the_right_one():
+    names = Lexicon(names={"李逵", "原告", "潘公", "杨雄", "林冲", "柴进", "武松", "燕青"})
+    said = partial(speakers, lexicon=names)
+    # 又问道 right after the answer to a question: the one who asked asks again …
+    assert said("　　李逵道：“那个是吃打的？”原告道：“小人是吃打的。”又问道：“那个是打了他的？”") == ["李逵", "原告", "李逵"]
+    # … but after a line of his own, the last speaker goes on.
+    assert said("　　杨雄道：“泰山来做甚么？”潘公道：“特地寻将来。”杨雄道：“多谢这个兄弟。”"
+                "潘公便说道：“也不枉了！”又问道：“叔叔原曾做甚买卖？”") == ["杨雄", "潘公", "杨雄", "潘公", "潘公"]
+    # The one who looks goes on; the one he recognises does not (but one named without looking does).
+    assert said("　　林冲看时，不是别人，却是柴进。连忙叫道：“大官人救我。”") == ["林冲"]
+    assert said("　　武松睡了。那人不是别人，却是柴进。连忙叫道：“兄弟醒来。”") == ["柴进"]
+    # The one the narrator turns to, by what he is, not whom he thinks of.
+    assert said("　　且说县官念武松是个义气烈汉，又寻思他的好处。便唤该吏商议道：“改了招状。”") == ["县官"]
+    # Whom a clause asks is spoken to: the one before speaks (but 把门的问道: the gatekeeper asks).
+    assert said("　　燕青游玩了一遭，参拜了四拜。问烧香的道：“任教师在那里歇？”") == ["燕青"]
+    assert said("　　燕青到了门前。把门的问道：“你寻谁？”") == ["把门的"]
+
+
+def test_rules_v6_names_with_sounds_moods_and_titles_around_them():
+    text = "　　李逵焦躁起来。\n　　李逵焦躁了。\n"
+    names = Lexicon(names={"史进", "卞祥", "郭盛", "呼延灼", "酒保", "管营", "宋江", "阎婆"}, text=text)
+    said = partial(speakers, lexicon=names)
+    assert said("　　史进大喝：“来将何人？”卞祥呵呵大笑道：“你须闻得我的名字么？”") == ["史进", "卞祥"]
+    # A word shaped like a name (焦 is a surname) that the text writes after names is a mood.
+    assert said("　　郭盛道：“换座头。”那汉便焦躁道：“老爷不换！”")[-1] != "焦躁"
+    # The person after 吓得 acts in the rest of the sentence.
+    assert said("　　阎婆发喊叫道：“有杀人贼！”吓得宋江慌做一团，连忙掩住口道：“不要叫！”") == ["阎婆", "宋江"]
+    # A thing after 的 is no name (but a name after 那个…的 is: 那个唱的玉兰).
+    assert said("　　呼延灼取出些金带倒换的碎银两，把与酒保道：“回一脚羊肉来。”") == ["呼延灼"]
+    # A title the list holds as a word, then a name before the verb: the name.
+    assert said("　　王庆来到厅上。管营张世开说道：“你去买弓。”") == ["张世开"]
+
+
+def test_rules_v7_words_quoted_inside_a_sentence_and_a_shout_before_a_paragraph():
+    names = Lexicon(names={"洪教头", "柴进", "李逵", "武松", "太公"})
+    said = partial(speakers, lexicon=names)
+    assert said("　　柴进说道：“休小觑他。”洪教头怪这柴进说“休小觑他”，便跳起身来道：“我不信他。”") == ["柴进", "洪教头"]  # (the words quoted back are narration)
+    assert len(said("　　那妇人听得武松叫声“武二归来了”，慌忙洗了脸。")) == 1  # (a shout, 叫声“…”, is spoken)
+    # A shout with no words, then the words opening the next paragraph: the one who shouted.
+    assert said("　　太公道：“师父去捉鬼。”李逵道：“便去。”\n\n　　李逵提着人头，大叫出厅前来。\n\n　　“两个鬼我都捉了。”") == ["太公", "李逵", "李逵"]
+    assert said("　　太公道：“师父去捉鬼。”李逵道：“便去。”\n\n　　李逵提着人头，走出厅前来。\n\n　　“两个鬼我都捉了。”") == ["太公", "李逵", "太公"]

@@ -219,3 +219,60 @@ def test_a_tag_sentence_that_is_only_a_word_and_the_verb_is_that_words():
     verb = "　　知客发落了萧让。\n"
     excerpt = "　　知客道：“且坐。”发落道：“这个使不得。”\n"
     assert speakers_in(novel + verb + excerpt, excerpt, names) == ["知客", "知客"]
+
+
+def test_a_decree_speaks_as_the_sovereign_the_text_named_last():
+    names = NAMES | {"高俅", "宿太尉"}
+    excerpt = "　　圣旨问道：“汝等知宋江消息否？”\n"
+    sovereign = "　　次日，上皇驾坐文德殿，见高俅在侧。\n"
+    assert speakers_in(sovereign + excerpt, excerpt, names) == ["上皇"]
+    goddess = "　　娘娘法旨：“教再劝一杯。”宋江又饮了。宋江再拜道：“臣不胜酒量。”殿上法旨道：“酒可止。”\n"
+    assert speakers_in(goddess, "　　娘娘法旨：“教再劝一杯。”宋江又饮了。宋江再拜道：“臣不胜酒量。”殿上法旨道：“酒可止。”\n", names)[-1] == "娘娘"
+    # With no sovereign in the text before, the decree is no speaker of its own: the one there goes on.
+    assert speakers_in("　　次日，高俅坐在殿上。\n" + excerpt, excerpt, names) == ["高俅"]
+
+
+def test_a_title_a_tag_gives_a_post_is_that_post_holder_from_then_on():
+    names = NAMES | {"张真人", "洪太尉"}
+    named = "　　天师张真人在山顶庵中修行。\n"
+    posted = "　　住持真人向前禀道：“天师不在。”\n"
+    excerpt = "　　真人告道：“此殿决不敢开。”\n"
+    assert speakers_in(named + posted + FILLER + excerpt, excerpt, names) == ["住持真人"]
+    assert speakers_in(named + FILLER * 2 + excerpt, excerpt, names) == ["张真人"]
+
+
+def test_a_title_name_cut_short_by_the_list_is_read_whole():
+    # The list knows 真长老 (cut from 智真长老); the text always writes 智 before it.
+    names = NAMES | {"真长老"}
+    novel = "　　智真长老道：“徒弟来了。”鲁智深拜了。智真长老道：“且坐。”\n"
+    excerpt = "　　长老道：“众亦难消。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["智真长老"]
+    # A name the text writes with different characters before it stays as the list has it.
+    novel = "　　那刘太公道：“请坐。”这刘太公又道：“吃酒。”唤刘太公来。\n"
+    assert speakers_in(novel + "　　太公道：“多谢。”\n", "　　太公道：“多谢。”\n", names) == ["刘太公"]
+
+
+def test_a_new_household_has_another_master():
+    names = NAMES | {"狄太公", "李逵"}
+    novel = "　　狄太公道：“师父请坐。”李逵吃了酒。\n"
+    excerpt = "　　太公道：“我家有个女儿。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["狄太公"]
+    moved = "　　两个奔到一个大庄院敲门，庄客出来回话。\n"
+    assert speakers_in(novel + moved + excerpt, excerpt, names) == ["太公"]
+
+
+def test_what_a_title_before_a_word_does_is_not_his_name():
+    # 太公讨茶吃 three times: what he does, not a name (太公 was named nowhere else).
+    names = NAMES - {"刘太公"}
+    novel = "　　太公讨茶吃，李逵笑了。太公讨茶吃，又笑了。太公讨茶吃，众人散了。\n"
+    excerpt = "　　太公道：“师父请坐。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["太公"]
+
+
+def test_a_man_pointed_out_in_a_quote_is_not_the_one_the_narration_calls_that_man():
+    names = NAMES | {"施恩"}
+    novel = "　　武松问道：“小管营是谁？”那人道：“厅上立的那人，便是施恩。”\n" + FILLER
+    excerpt = "　　那人道：“小人只是送饭的。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["那人"]
+    novel = "　　厅上立的那人，便是施恩。\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["施恩"]

@@ -70,6 +70,8 @@ _ASKS_AGAIN = re.compile("^(?:[便却]?又|再)(?:问|动问)道?[：:]?$")
 # A decree that speaks (圣旨问道, 殿上法旨道): the sovereign of the scene, the last one the text named.
 _DECREE = re.compile("^(?:[\u4e00-\u9fff]{1,2}[上前中])?(?:圣旨|法旨|玉旨|懿旨|敕旨)(?:[便又也却])?(?:问|说|宣|传|答)?道?[：:]?$")
 _SOVEREIGNS = ("上皇", "天子", "皇帝", "官家", "圣上", "道君", "娘娘", "玄女", "郎主", "狼主", "国主")
+# A shout with no words in the sentence (大叫出厅前来, 叫喊起来): the words come in the next paragraph.
+_SHOUTING = re.compile("(?:大叫|大喊|叫喊|嚷|大喝)(?:着|了|一声)?(?:出|入|进|上|下|过|起|将|道)?[\u4e00-\u9fff]{0,4}[。！]$")
 _GREETED = re.compile("(?:拜罢|拜了|拜见了?|参见了?|参拜了?)([\u4e00-\u9fff]{2,4})$")  # and whom a clause bows to
 _WHO_IT_IS = re.compile("^(?:不是别人|非是别人|不是别个)?(?:正是|便是|却是|乃是|原来是|原来正是|却原来是)")
 _LOOKING = ("看时", "看了", "看", "认时", "见时", "看那人时")
@@ -122,6 +124,7 @@ class _State:
     thought: bool = False  # the last quote was a thought (寻思道), not a turn of the exchange
     asker: str | None = None  # who asked the last question: 又问道 is him asking again …
     since_question: int = 0  # … when only the answer to it came between (quotes read since it)
+    shouted: str | None = None  # who shouted in the last sentence read (…大叫出厅前来。): a quote opening the next paragraph is his
 
     def spoke(self, speaker: str) -> None:
         self.asked = None
@@ -156,7 +159,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v6"
+    model = "rules-v7"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -284,6 +287,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             others = (state.other_speaker(), state.last_subject, state.earlier_subject)
             speaker = next((s for s in others if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
+        state.shouted = None
         state.last_was_quote = True
         state.thought = bool(_THINKING.search(tag))
         if "问" in tag or text.rstrip("”’ 　").endswith(("？", "?")):
@@ -319,6 +323,8 @@ def _not_speech(before: str, content: str, after: str) -> bool:
     # or phrase being quoted (听了“宿世姻缘”四字, 望“圣水”“神火”军中, 再说“没羽箭”张清).
     spoken_before = _SPEECH_BEFORE.search(before) and not _STORY_TURN.search(before)
     short = len(content) <= 8 and not _PUNCTUATED.search(content)
+    if short and before and not before.endswith(("：", ":", "声")) and after[:1] in ("，", ","):
+        return True  # 洪教头怪这柴进说“休小觑他”，便跳起身来: words quoted inside a sentence (not 叫声“…”: a shout)
     return bool(short and not spoken_before and not _AFTER_TAG.match(after.lstrip()))
 
 
@@ -343,6 +349,7 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     # (走到裴寒山桌前，道): only names of earlier sentences stand in for a missing speaker.
     if re.search(r"[。！？!?]$", sentence):
         state.asked = _asked(sentence, lexicon, state)  # (a tag sentence, …问道：, asks in its own quote)
+    state.shouted = (name if name and name not in PRONOUNS + COLLECTIVES else state.topic) if _SHOUTING.search(sentence) else None
     state.mentioned = state.mentioned_now or state.mentioned
     state.mentioned_now = _last_name(sentence, lexicon)
     tone, intensity = ("紧张", 3 if sentence.rstrip("”’").endswith("！") else 2) if _TENSE_NARRATION.search(sentence) else ("平静", 1)
@@ -383,6 +390,8 @@ def _speaker(before: str, after: str, lexicon: Lexicon, state: _State) -> tuple[
     if last_sentence:
         # Narration, then an untagged quote: the person the narration was about speaks.
         return _resolve(_sentence_subject(last_sentence, lexicon) or "他", state), ""
+    if state.shouted:
+        return _resolve(state.shouted, state), ""  # …大叫出厅前来。⏎“两个鬼我都捉了。”
     return state.other_speaker() or UNKNOWN_SPEAKER, ""
 
 

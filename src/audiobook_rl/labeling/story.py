@@ -63,7 +63,7 @@ _JUST_BEFORE = 300
 _ASIDE_FOR = 1500
 # What happens to a binding, in the order of events at one place: a name comes up, a new person comes
 # in, another man's wife comes in, a sentence tells the descriptor from the name.
-_NAMED, _NEW_PERSON, _ASIDE, _NOT, _MENTION = range(5)
+_NAMED, _NEW_PERSON, _ASIDE, _NOT, _MENTION, _NEW_HOUSE_OP = range(6)
 # Kinds whose bare word, coming up again, keeps the binding alive (长老 all through a chapter).
 _KEPT_BY_MENTION = ("title", "monk", "old man", "old woman")
 _CJK = "\u3400-\u9fff"
@@ -101,6 +101,10 @@ _HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
 _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
 # A post before a title, as the subject of a speech tag (住持真人向前禀道, 监宫真人道).
 _POSTED = re.compile(f"(?![那这此一两二三四五六七八九十几数众诸])([{_CJK}]{{2}})(" + "|".join(_TITLES) + ")(?![{_CJK}]{0,1}[、和])")
+_DOING = set("吃喝讨要取买卖拿送请寻问叫")
+# A new household (奔到一个大庄院): its master is another 太公 or 员外 than the one of the last.
+_NEW_HOUSE = re.compile("(?:一个|一所|一座|一处)大?(?:庄院|庄子|村坊|庄上)")
+_MASTERS = ("太公", "员外", "庄主")
 _TITLED = re.compile(f"(?<!、){_SURNAME}(?:[一二三四五六七八九十大小老](?<![、][{_CJK}][二两三]))?(?:" + "|".join(_TITLES) + ")")
 
 
@@ -295,6 +299,7 @@ class Story:
             if not name:
                 w, after = text[match.end() : match.end() + 3], text[match.end() + 3 : match.end() + 4]
                 shaped = re.fullmatch(f"[{_CJK}]{{3}}", w) and _is_name(w, names) and (after in STOP or not re.match(f"[{_CJK}]", after))
+                shaped = shaped and not any(ch in _DOING for ch in w)  # (太公讨茶吃: what he does, not his name)
                 count = lambda word: counts.setdefault(word, text.count(word))  # noqa: E731
                 bound = shaped and count(w) >= 3 and max(count(w[:2]), count(w[1:])) <= 2 * count(w)
                 name = w if bound else None  # (its parts seldom stand without it: not 出来迎, 随即取)
@@ -317,6 +322,8 @@ class Story:
 
         # Anyone named in narration right after a descriptor, or naming himself in his own line.
         for match in _AFTER_DESCRIPTOR.finditer(text):
+            if _inside(quoted, match.start()):
+                continue  # (那人，便是小管营: someone the speaker points out, not the one the narration calls 那人)
             head = match.group(2)
             if head_of(text[match.start() : match.end(2)]) is None:
                 continue  # 此间人, 军汉: not the one person a bare 那人 or 那汉 stands for
@@ -342,6 +349,10 @@ class Story:
             add("woman", match.start(), _NEW_PERSON)  # 只见庵里走出那妇人来: whoever the text spoke of before
         for match in _WIFE.finditer(text):
             add("woman", match.start(), _ASIDE)
+        for match in _NEW_HOUSE.finditer(text):
+            for title in _MASTERS:
+                if title in _KIND_OF:
+                    add(title, match.start(), _NEW_HOUSE_OP)
 
         for key, found in events.items():
             self._timelines[key] = _timeline(sorted(found, key=lambda e: (e[0], e[1])), _KIND_OF.get(key, key))
@@ -373,6 +384,9 @@ def _timeline(events: list[tuple[int, int, str | None]], kind: str) -> list[tupl
             if bound is not None and pos - last <= _REACH.get(kind, _REACH["title"]):
                 last = pos
                 timeline.append((pos, bound))
+        elif op == _NEW_HOUSE_OP and bound is not None:
+            bound, resume = None, None
+            timeline.append((pos, None))
         elif op == _NOT and bound == name:
             bound, resume = None, None
             timeline.append((pos, None))

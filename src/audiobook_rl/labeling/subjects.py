@@ -36,6 +36,7 @@ LEAD_WORDS = (
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
     "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好",
+    "吓得", "惊得", "唬得", "諕得", "慌得",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先",
 )  # fmt: skip
 _STORY_TURNS = ("且说", "却说", "话说", "再说", "只说")  # the narrator's "now": what follows is whom he turns to
@@ -72,7 +73,7 @@ PERSON_HEADS = (
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
     "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "道童", "头陀", "贼秃", "秃驴", "秃厮",
-    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公",
+    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "侍者", "管营",
     # Every title the story binds to a name (story.TITLES) and every head of its kinds is a person noun.
     "大官人", "团练", "知寨", "枢密", "统制", "押司", "院长", "真人", "郡主", "参谋", "太师", "妇女", "老婆子", "阇黎",
     "长汉", "汉", "厮", "人",
@@ -356,6 +357,9 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     noun = longer and _noun(longer)
     if longer and len(longer) > len(name) and longer.startswith(name) and len(longer) - len(noun) < len(name):
         return longer  # 众军汉道 (the list holds 众军; the noun 军汉 starts inside it)
+    titled = name in _HEAD_SET and verb_clause and _named_before_verb(clause[len(name) :])
+    if titled:
+        return trimmed(titled, names)  # 管营张世开说道: the list knows the title 管营 as a word
     if name:
         return name
     head = _head_prefix(clause)
@@ -404,6 +408,8 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     if titled:
         return titled
     perceiving = first and rest[:1] in _PERCEIVING
+    if confirmed and len(word) == 2 and _after_names(word, names):
+        confirmed = False  # 那汉…便焦躁道: 焦 is a surname, but the text writes 李逵焦躁 (a mood, not a name)
     if confirmed and _plausible(word) and (name_shaped(word) or perceiving) and not _holds_name(word, names):
         return trimmed(word, names)  # a name the novel rarely tags: 贺统军道 → 贺统军, 皇叔方垕听了大怒 → 皇叔方垕
     if first and len(word) >= 3 and name_shaped(word) and not _holds_name(word, names):
@@ -416,6 +422,20 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     if confirmed and introduced and len(word) >= 2 and word[-1] in _PERSON_END and _plausible(word) and word[0] not in "那这":
         return word  # 只见小猴子叫道: someone the lists do not know comes in and speaks
     return None
+
+
+def _after_names(word: str, names: Names) -> bool:
+    """Whether the novel writes ``word`` right after a known name at least twice (李逵焦躁): a verb
+    or a mood, not a name."""
+    text = getattr(names, "text", "") or ""
+    known = getattr(names, "names", ())
+    seen = 0
+    for match in re.finditer(re.escape(word), text):
+        at = match.start()
+        seen += any(text[at - k : at] in known and is_surname(text[at - k : at]) for k in (2, 3))
+        if seen >= 2:
+            return True
+    return False
 
 
 def _speaks_often(word: str, names: Names) -> bool:
@@ -569,8 +589,8 @@ def _descriptor(
             after = rest[nominal + 1 :]
             if nominal >= 2 and (after[:1] in _EARLY_STOP or (not opener and after[:1] in _MOVING)):  # (打鱼的回来报道)
                 return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
-            if 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
-                return after  # 那个唱的玉兰 → 玉兰
+            if opener[:1] in "那这" and 2 <= len(after) <= 3 and all(_CJK.match(ch) and ch not in STOP for ch in after):
+                return after  # 那个唱的玉兰 → 玉兰 (not 取出些金带倒换的碎银两: a thing)
     if verb_clause and clause[:1] in _KIN and (_VERB_ONLY.match(clause[1:]) or clause[1:2] in _AFTER_SUBJECT | {"在"}):
         return clause[0]  # 娘道, 娘在背上说道
     return None
