@@ -114,13 +114,13 @@ _THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|�
 _VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送邀")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
-_KIN = set("娘爹妈")
+_KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
 # One of a few people, with no noun (两个跪在厅前，这个告道：… 那个告：…).
 _DEMONSTRATIVE_ALONE = re.compile("^([这那]个)(?:[便又也却])?(?:说|问|答|应|告|禀|叫|喝|骂|哭|笑)?道?[：:，,]?$")
 # Kin who speak together (父子两个告道, 母子二人哭道); 夫妻两个 and 弟兄两个 are groups of names.
 _KIN_PAIR = re.compile("(?:父子|母子|父女|母女|叔侄|姑嫂|娘儿|爷儿|公婆|兄妹|姊妹|姐妹)(?:两个|二人|两人|三个|三人|俩)")
 # The last character of a word for a person (小猴子, 小厮儿): after 只见 it is someone who comes in.
-_PERSON_END = set("子儿汉人婆娘公郎童")  # one character that names a speaker on its own (娘道：“…”)
+_PERSON_END = set("子儿汉人婆娘公郎童")
 # Kin after a name: the kin is the person (雷横娘, 雷横的母亲), unless the name goes on.
 _KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹)(?![\u4e00-\u9fff]?[子儿])")
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
