@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v7" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v8" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -502,3 +502,19 @@ def test_rules_v7_words_quoted_inside_a_sentence_and_a_shout_before_a_paragraph(
     # A shout with no words, then the words opening the next paragraph: the one who shouted.
     assert said("　　太公道：“师父去捉鬼。”李逵道：“便去。”\n\n　　李逵提着人头，大叫出厅前来。\n\n　　“两个鬼我都捉了。”") == ["太公", "李逵", "李逵"]
     assert said("　　太公道：“师父去捉鬼。”李逵道：“便去。”\n\n　　李逵提着人头，走出厅前来。\n\n　　“两个鬼我都捉了。”") == ["太公", "李逵", "太公"]
+
+
+def test_rules_v8_everyone_at_once_written_words_and_who_a_done_verb_takes():
+    names = Lexicon(names={"宋江", "林冲", "智深", "天子", "燕青", "上皇", "戴宗"})
+    said = partial(speakers, lexicon=names)
+    # No subject, and all at once: everyone there.
+    assert said("　　宋江道：“兄弟们肯去么？”厅上厅下一齐都道：“愿效犬马之劳。”") == ["宋江", "众人"]
+    assert said("　　宋江道：“兄弟们肯去么？”厅上厅下都道：“愿效犬马之劳。”") == ["宋江", "宋江"]
+    # What is written down (御书道云) is read by the narrator; what is said is not.
+    assert said("　　天子便写御书道云：“特赦燕青本身一应无罪。”") == []
+    assert said("　　天子便道：“特赦燕青本身一应无罪。”") == ["天子"]
+    # A descriptor of one character keeps its relative clause, and 臣 names himself.
+    assert said("　　上皇惊起。那穿黄衫的人奏道：“陛下保重。”") == ["穿黄衫的人"]
+    assert said("　　上皇惊起。那穿黄衫的人奏道：“臣乃是梁山泊宋江部下神行太保戴宗。”") == ["戴宗"]
+    # Whom a done verb took (自引了卖刀的那汉) is its object, not the one who acts next.
+    assert said("　　林冲别了智深，自引了卖刀的那汉，去家去取钱与他。将银子还与他，就问那汉道：“这刀那里得来？”") == ["林冲"]

@@ -52,7 +52,7 @@ _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
 _WRITTEN = re.compile(
     r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
     r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道"
-    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道|字[，,]?道是)[：:，,]?$"
+    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道|书道云|字[，,]?道是)[：:，,]?$"
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
@@ -72,6 +72,7 @@ _DECREE = re.compile("^(?:[\u4e00-\u9fff]{1,2}[上前中])?(?:圣旨|法旨|玉�
 _SOVEREIGNS = ("上皇", "天子", "皇帝", "官家", "圣上", "道君", "娘娘", "玄女", "郎主", "狼主", "国主")
 # A shout with no words in the sentence (大叫出厅前来, 叫喊起来): the words come in the next paragraph.
 _SHOUTING = re.compile("(?:大叫|大喊|叫喊|嚷|大喝)(?:着|了|一声)?(?:出|入|进|上|下|过|起|将|道)?[\u4e00-\u9fff]{0,4}[。！]$")
+_ALL_AT_ONCE = re.compile("(?:一齐|齐声|齐齐)(?:都|的|地)?(?:说|叫|应|答|喊|道)")
 _GREETED = re.compile("(?:拜罢|拜了|拜见了?|参见了?|参拜了?)([\u4e00-\u9fff]{2,4})$")  # and whom a clause bows to
 _WHO_IT_IS = re.compile("^(?:不是别人|非是别人|不是别个)?(?:正是|便是|却是|乃是|原来是|原来正是|却原来是)")
 _LOOKING = ("看时", "看了", "看", "认时", "见时", "看那人时")
@@ -159,7 +160,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v7"
+    model = "rules-v8"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -419,6 +420,7 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         group = _sentence_subject(clauses[:-1], lexicon)
         name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
     name = name or _sentence_subject(clauses[:-1], lexicon)
+    name = name or ("众人" if _ALL_AT_ONCE.search(verb) else None)  # 厅上厅下一齐都道: everyone there
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎
     role = not name and len(clauses) == 1 and state.story and _ROLE_TAG.match(sentence.strip(" \t　”’"))

@@ -73,7 +73,7 @@ PERSON_HEADS = (
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
     "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "道童", "头陀", "贼秃", "秃驴", "秃厮",
-    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "侍者", "管营",
+    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "侍者", "管营", "干人",
     # Every title the story binds to a name (story.TITLES) and every head of its kinds is a person noun.
     "大官人", "团练", "知寨", "枢密", "统制", "押司", "院长", "真人", "郡主", "参谋", "太师", "妇女", "老婆子", "阇黎",
     "长汉", "汉", "厮", "人",
@@ -553,6 +553,8 @@ def _descriptor(
         noun = rest[relative + 1 :] if relative > 0 else ""
         if _head_prefix(noun):
             head = _head_prefix(noun)  # 那船头上横叉的大汉 → 大汉, 这店的掌柜老邓 → 老邓
+            if len(head) == 1 and relative <= 4 and not any(ch in STOP or ch in _LOCATIVE for ch in rest[:relative]):
+                return rest[: relative + 2]  # 那穿黄衫的人 → 穿黄衫的人: one character alone names nobody
             return names.name_at(noun, len(head)) or _shortened(head, names)
         head = _head_prefix(rest)
         if head and not (opener or start) and "众" in head[1:] and head not in PERSON_HEADS:
@@ -645,8 +647,8 @@ def _descriptor_starts(clause: str, relative_only: bool):
             continue
         before = clause[:i]
         opener = _opener(clause, i)
-        if before[-1] == "的" and opener:
-            yield i
+        if before[-1] == "的" and opener and "了" not in before:
+            yield i  # (自引了卖刀的那汉: whom a done verb takes is its object)
         elif relative_only:
             continue
         elif before[-1] in _LOCATIVE and (before in _PLACES or not any(ch in STOP for ch in before[:-1]) and (
