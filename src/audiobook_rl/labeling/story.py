@@ -104,7 +104,7 @@ _POSTED = re.compile(f"(?![那这此一两二三四五六七八九十几数众�
 _DOING = set("吃喝讨要取买卖拿送请寻问叫")
 # A new household (奔到一个大庄院): its master is another 太公 or 员外 than the one of the last.
 _NEW_HOUSE = re.compile("(?:一个|一所|一座|一处)大?(?:庄院|庄子|村坊|庄上)")
-_MASTERS = ("太公", "员外", "庄主")
+_MASTERS = ("太公", "员外")
 _TITLED = re.compile(f"(?<!、){_SURNAME}(?:[一二三四五六七八九十大小老](?<![、][{_CJK}][二两三]))?(?:" + "|".join(_TITLES) + ")")
 
 
@@ -276,17 +276,23 @@ class Story:
                     for other in woman_name.finditer(sentence):
                         add("woman", match.start(), _NOT, other.group())  # 那妇人因王庆勾搭了娇秀: not 娇秀
                         apart.add(start + other.start())
-        covered: list[tuple[int, int]] = []
-        whole: dict[str, str] = {}
-        for match in re.finditer("|".join(map(re.escape, sorted(by_key, key=len, reverse=True))) or "(?!)", text):
+        found = list(re.finditer("|".join(map(re.escape, sorted(by_key, key=len, reverse=True))) or "(?!)", text))
+        covered = [match.span() for match in found]
+        before: dict[str, list[str]] = {}  # the character before each occurrence of a name
+        for match in found:
+            if match.start():
+                before.setdefault(match.group(), []).append(text[match.start() - 1])
+        whole = {name: _whole_name(name, chars) for name, chars in before.items()}  # 真长老 is 智真长老
+        for match in found:
             name = match.group()
-            covered.append(match.span())
             for key in by_key[name]:
                 if key == "woman" and (_inside(quoted, match.start()) or match.start() in apart):
                     continue  # a woman the people talk about, or one set apart, is not the one in the scene
                 if key == "title":
-                    name = whole.setdefault(name, _whole_name(name, text))  # 真长老 is 智真长老
-                add(next(t for t in _TITLES if name.endswith(t)) if key == "title" else key, match.start(), _NAMED, name)
+                    title_name = whole.get(name, name)
+                    add(next(t for t in _TITLES if title_name.endswith(t)), match.start(), _NAMED, title_name)
+                else:
+                    add(key, match.start(), _NAMED, name)
 
         # A title right before a name (正直知县时文彬在厅上): the title alone stands for him next.
         # The name may be one no tag holds: three characters the text repeats as one word (时 is no
@@ -351,8 +357,7 @@ class Story:
             add("woman", match.start(), _ASIDE)
         for match in _NEW_HOUSE.finditer(text):
             for title in _MASTERS:
-                if title in _KIND_OF:
-                    add(title, match.start(), _NEW_HOUSE_OP)
+                add(title, match.start(), _NEW_HOUSE_OP)
 
         for key, found in events.items():
             self._timelines[key] = _timeline(sorted(found, key=lambda e: (e[0], e[1])), _KIND_OF.get(key, key))
@@ -421,9 +426,9 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     return name.group() if name and is_surname(name.group()) and not is_descriptor(name.group()) else None
 
 
-def _whole_name(name: str, text: str) -> str:
-    """``name`` with the character the text nearly always writes before it (真长老 → 智真长老)."""
-    before = [text[m.start() - 1] for m in re.finditer(re.escape(name), text) if m.start()]
+def _whole_name(name: str, before: list[str]) -> str:
+    """``name`` with the character the text nearly always writes before it (``before``: the one
+    before each occurrence; 真长老 → 智真长老)."""
     top = max(set(before), key=before.count, default="")
     if top and re.match(f"[{_CJK}]", top) and top not in STOP and not is_surname(name) and before.count(top) * 4 >= len(before) * 3:
         return top + name

@@ -357,9 +357,9 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     noun = longer and _noun(longer)
     if longer and len(longer) > len(name) and longer.startswith(name) and len(longer) - len(noun) < len(name):
         return longer  # 众军汉道 (the list holds 众军; the noun 军汉 starts inside it)
-    titled = name in _HEAD_SET and verb_clause and _named_before_verb(clause[len(name) :])
-    if titled:
-        return trimmed(titled, names)  # 管营张世开说道: the list knows the title 管营 as a word
+    after_title = name in _HEAD_SET and verb_clause and _named_before_verb(clause[len(name) :])
+    if after_title:
+        return trimmed(after_title, names)  # 管营张世开说道: the list knows the title 管营 as a word
     if name:
         return name
     head = _head_prefix(clause)
