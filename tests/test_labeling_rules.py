@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v8" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v9" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -518,3 +518,24 @@ def test_rules_v8_everyone_at_once_written_words_and_who_a_done_verb_takes():
     assert said("　　上皇惊起。那穿黄衫的人奏道：“臣乃是梁山泊宋江部下神行太保戴宗。”") == ["戴宗"]
     # Whom a done verb took (自引了卖刀的那汉) is its object, not the one who acts next.
     assert said("　　林冲别了智深，自引了卖刀的那汉，去家去取钱与他。将银子还与他，就问那汉道：“这刀那里得来？”") == ["林冲"]
+
+
+def test_rules_v9_news_with_nobody_named_and_those_who_bring_it():
+    names = Lexicon(names={"宋江", "关胜", "戴宗", "吴用", "洞仙侍郎", "欧鹏", "方腊", "宣赞"})
+    said = partial(speakers, lexicon=names)
+    # A report that names nobody (忽报, 又见报道) is a messenger's, not the one the scene is about …
+    assert said("　　关胜在城屯扎，不能前进。忽报：“卢先锋留下宣赞镇守城池。”") == ["报事人"]
+    assert said("　　关胜在城屯扎，不能前进。只见戴宗到来，报说：“卢先锋留下宣赞镇守城池。”") == ["戴宗"]
+    # … and the one told speaks next, where a speaker would go on.
+    assert said("　　宋江正在帐中议事，又见报道：“宋军到了。”忙与吴用道：“怎生是好？”") == ["报事人", "宋江"]
+    assert said("　　宋江正在帐中议事，吴用道：“宋军到了。”忙与戴宗道：“怎生是好？”") == ["吴用", "吴用"]
+    # Those who bring news, named by what they are: townsfolk, a troop, a soldier, a doer, an official.
+    assert said("　　方腊在帐中议事。后有百姓报说：“娄丞相自缢而死。”") == ["百姓"]
+    assert said("　　宋江出榜，晓谕百姓：“害民州官，已自杀戮。”") == ["宋江"]  # the townsfolk are told
+    assert said("　　且说洞仙侍郎正在檀州坚守。却有皇侄败残人马，逃命奔入城中，备细告说：“两个皇侄大王都被害了。”") == ["皇侄败残人马"]
+    assert said("　　洞仙侍郎正在檀州坚守。至晚，番兵报洞仙侍郎道：“潞水河内有五七百只粮船。”") == ["番兵"]
+    assert said("　　宋江正在商议，只见几个打鱼的来报道：“官军人马飞奔村里来也！”") == ["打鱼的"]
+    assert said("　　宋江正在商议，只见吴用来报道：“官军人马飞奔村里来也！”") == ["吴用"]
+    assert said("　　且说关胜引军杀近密云县来。县官闻的，飞报与两个番将，说道：“宋朝军马到了。”") == ["县官"]
+    # Troops named for their leader are not who reports.
+    assert said("　　却说宋江军马在村口屯驻，又使欧鹏去到村口，出来回报道：“听得那里讲动。”") != ["宋江军马"]

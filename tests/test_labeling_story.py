@@ -276,3 +276,15 @@ def test_a_man_pointed_out_in_a_quote_is_not_the_one_the_narration_calls_that_ma
     assert speakers_in(novel + excerpt, excerpt, names) == ["那人"]
     novel = "　　厅上立的那人，便是施恩。\n"
     assert speakers_in(novel + excerpt, excerpt, names) == ["施恩"]
+
+
+def test_a_county_keeps_the_magistrate_named_there_and_another_county_has_another():
+    named = "　　山东济州郓城县新到任一个知县，姓时名文彬。\n" + "　　郓城县管下东溪村。\n" * 2
+    excerpt = "　　知县道：“你这厮如何隔夜去他家闹？”\n"
+    far = FILLER * 200  # farther than a title stays bound without coming up again
+    back = "　　宋江回到郓城县来。\n"
+    assert speakers_in(named + far + back + excerpt, excerpt) == ["时文彬"]
+    assert speakers_in(named + far + excerpt, excerpt) == ["知县"]  # where the story is, nothing says
+    elsewhere = "　　武松来到阳谷县。\n" * 3
+    assert speakers_in(named + far + elsewhere + excerpt, excerpt) == ["知县"]
+    assert speakers_in(named + back + elsewhere + excerpt, excerpt) == ["知县"]  # even while he is still bound

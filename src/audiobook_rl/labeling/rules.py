@@ -88,6 +88,27 @@ _OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉
 # Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
 _PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
+# Those who bring news, named by what they are: a troop (却有皇侄败残人马…备细告说), townsfolk (后有百姓
+# 报说), scouts (又有两路哨军报道, 番兵报洞仙侍郎道), an official (县官闻的，飞报与两个番将，说道), the one
+# who does something (几个打鱼的来报道). In a sentence that reports (报, 告, 禀), a clause that opens
+# with one of them says who speaks.
+_REPORTERS = ("人马", "军马", "军兵", "军民", "百姓", "哨军", "番兵", "番军", "败军", "残军", "官兵", "县官", "探事人", "报事人")
+_REPORTER_HEADS = "|".join(sorted(set(_REPORTERS) | {h for h in PERSON_HEADS if len(h) > 1}, key=len, reverse=True))
+_REPORTER = re.compile(
+    "^(?:[后又却已早先忽]?有)?(?:[一二三四五六七八九十两几数百千]+(?:个|名|路|队|起|伙|骑|处))?"
+    f"(?:((?:(?![的之]).){{0,4}}?(?:{_REPORTER_HEADS}))(?![马的之])"
+    "|([\u4e00-\u9fff]{2,3}的)(?=(?:又|便|也|都)?(?:回来|前来|到来|入来|进来|入去|来|回)?(?:报|告|禀)))"
+)
+_NOT_IN_REPORTER = LISTENER_MARKERS | set("见看听闻望说道叫喝了着被吃报告禀")
+# A report that names nobody: news comes (又见报道, 忽报, 只听得报道, 报来说道); a messenger speaks.
+_NEWS = re.compile(
+    "^(?:(?:只|又|忽|却|早|猛|正)?(?:见|闻|听得|听的|听见)|忽|又听得|忽听得|忽听的)(?:人)?(?:飞|又|来)?"
+    "(?:报|报道|报说|报来|报称|来报|飞报)(?:说道|说|道)?[：:，,]?$"
+)
+_NEWS_ALONE = re.compile("^(?:报|报道|报说|报来|报称)(?:说道|说|道)?[：:，,]?$")
+MESSENGER = "报事人"
+_REPORTING = re.compile("报|告|禀")
+
 # (pattern in the tag clause, tone, intensity): the first match wins.
 VERB_TONES = (
     (r"冷笑|冷冷|冷哼|嗤|哂|不屑", "轻蔑", 3),
@@ -137,7 +158,8 @@ class _State:
         if speaker in self.recent:
             self.recent.remove(speaker)
         self.recent.append(speaker)
-        self.saw(speaker)
+        if speaker != MESSENGER:
+            self.saw(speaker)  # (one who only brings news is not whom the narration goes on about)
 
     def saw(self, subject: str) -> None:
         self.topic = subject
@@ -160,7 +182,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v8"
+    model = "rules-v9"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -413,13 +435,13 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     inner = _INNER_DESCRIPTOR.search(verb)
     if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE:
         name = inner.group(1)
-    name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or name_before_verb(verb, lexicon)
+    name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _news(clauses) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
         name = _sentence_subject(clauses[:-1], lexicon) or name  # 庞元只道张世开打小厮，他便叫道 → 庞元
     if name in COLLECTIVES and len(clauses) > 1:
         group = _sentence_subject(clauses[:-1], lexicon)
         name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
-    name = name or _sentence_subject(clauses[:-1], lexicon)
+    name = name or _sentence_subject(clauses[:-1], lexicon) or _reporter(clauses, lexicon, len(clauses) - 1)
     name = name or ("众人" if _ALL_AT_ONCE.search(verb) else None)  # 厅上厅下一齐都道: everyone there
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎
@@ -429,6 +451,31 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
             and strip_lead(word) in (word, word[1:]) and word + "了" not in state.story.text:
         name = word  # 都寺便道, 老小说道: a sentence that is only a word and the verb (not 又读道, 当日禀道, 发落道)
     return _resolve(name, state) if name else _carried(verb, state)
+
+
+def _news(clauses: list[str]) -> str | None:
+    """A messenger, for a report that names nobody (又见报道, 忽闻报说; a sentence that is only 报来说道)."""
+    verb = clauses[-1].strip(" \t　”’")
+    return MESSENGER if _NEWS.match(verb) or (len(clauses) == 1 and _NEWS_ALONE.match(verb)) else None
+
+
+def _reporter(clauses: list[str], lexicon: Lexicon, upto: int) -> str | None:
+    """Who brings the news a reporting sentence tells, when one of the first ``upto`` clauses opens
+    with a troop, townsfolk, an official or a doer no name list knows (见西州败残军马回来，报说 →
+    西州败残军马). The report comes after them (not 晓谕百姓: the townsfolk are told); a troop named
+    for its leader is his (宋江军马), and a title before a name is his (河北降将乔道清)."""
+    for k in range(upto - 1, -1, -1):
+        clause = strip_lead(clauses[k])
+        clause = clause[1:] if clause[:1] == "见" else clause  # (只听见: 只听 is a lead word)
+        match = _REPORTER.match(clause)
+        found = match and (match.group(1) or match.group(2))
+        if not found or any(ch in _NOT_IN_REPORTER for ch in found[:-2]) or any(lexicon.names_in(found)):
+            continue
+        if lexicon.name_at(clause, match.end()):
+            continue
+        if _REPORTING.search(clause[match.end() :] + "".join(clauses[k + 1 :])):
+            return found
+    return None
 
 
 def _sovereign(state: _State, reach: int = 1500) -> str | None:
@@ -445,6 +492,8 @@ def _carried(verb: str, state: _State) -> str:
     answered = state.asker and state.since_question == 1 and state.recent and state.recent[-1] != state.asker
     if answered and state.after_quote and _ASKS_AGAIN.match(verb.strip(" \t　”’")):
         return state.asker  # 李逵道：“那个是吃打的？”原告道：“…”又问道 → 李逵
+    if state.after_quote and state.recent and state.recent[-1] == MESSENGER:
+        return _resolve(state.topic or "他", state)  # 又见报道：“宋军到了。”忙与洞仙侍郎道: the one told speaks
     if state.after_quote and state.recent:
         if _ANSWER.match(strip_lead(verb)) and state.other_speaker() and not state.thought:
             # (李逵见问，自肚里寻思道：“…” 答道: the one who was thinking answers)

@@ -62,8 +62,9 @@ _SAME_PERSON = {"woman": 800}
 _JUST_BEFORE = 300
 _ASIDE_FOR = 1500
 # What happens to a binding, in the order of events at one place: a name comes up, a new person comes
-# in, another man's wife comes in, a sentence tells the descriptor from the name.
-_NAMED, _NEW_PERSON, _ASIDE, _NOT, _MENTION, _NEW_HOUSE_OP = range(6)
+# in, another man's wife comes in, a sentence tells the descriptor from the name, the story is at
+# another household or county (whose 太公 or 知县 is someone else).
+_NAMED, _NEW_PERSON, _ASIDE, _NOT, _MENTION, _ELSEWHERE = range(6)
 # Kinds whose bare word, coming up again, keeps the binding alive (长老 all through a chapter).
 _KEPT_BY_MENTION = ("title", "monk", "old man", "old woman")
 _CJK = "\u3400-\u9fff"
@@ -105,6 +106,12 @@ _DOING = set("吃喝讨要取买卖拿送请寻问叫")
 # A new household (奔到一个大庄院): its master is another 太公 or 员外 than the one of the last.
 _NEW_HOUSE = re.compile("(?:一个|一所|一座|一处)大?(?:庄院|庄子|村坊|庄上)")
 _MASTERS = ("太公", "员外")
+# Counties (郓城县): two characters the text puts before 县 three times or more, not a verb or a
+# number (来到县, 十五县). A county's magistrate is the one named as 知县 there, however long the
+# story leaves him (时文彬, named at 郓城 in chapter 13, is its 知县 in chapter 22).
+_COUNTY = re.compile(f"([{_CJK}]{{2}})县")
+_NOT_IN_COUNTY = set("到去来投各近属本州府十五")
+_SEAT_REACH = 4000  # how far back the last county named says where the story is
 _TITLED = re.compile(f"(?<!、){_SURNAME}(?:[一二三四五六七八九十大小老](?<![、][{_CJK}][二两三]))?(?:" + "|".join(_TITLES) + ")")
 
 
@@ -357,7 +364,23 @@ class Story:
             add("woman", match.start(), _ASIDE)
         for match in _NEW_HOUSE.finditer(text):
             for title in _MASTERS:
-                add(title, match.start(), _NEW_HOUSE_OP)
+                add(title, match.start(), _ELSEWHERE)
+
+        # The magistrate of the county the story is in, named there before (时文彬 of 郓城), or someone
+        # else where the story is in another county (阳谷县知县).
+        counties = _counties(text)
+        at = [pos for pos, _ in counties]
+        seat = lambda pos: next((c for p, c in counties[max(0, bisect.bisect_left(at, pos) - 1) : bisect.bisect_left(at, pos)] if pos - p <= _SEAT_REACH), None)  # noqa: E731
+        magistrates: dict[str, list[tuple[int, str]]] = {}
+        for pos, op, name in events.get("知县", []):
+            if op == _NAMED and seat(pos):
+                magistrates.setdefault(seat(pos), []).append((pos, name))
+        for match in re.finditer("知县", text):
+            county = seat(match.start())
+            if not county or _inside(quoted, match.start()) or _inside(covered, match.start()):
+                continue
+            named = [name for pos, name in magistrates.get(county, []) if pos < match.start()]
+            add("知县", match.start(), *((_NAMED, named[-1]) if named else (_ELSEWHERE,)))
 
         for key, found in events.items():
             self._timelines[key] = _timeline(sorted(found, key=lambda e: (e[0], e[1])), _KIND_OF.get(key, key))
@@ -389,7 +412,7 @@ def _timeline(events: list[tuple[int, int, str | None]], kind: str) -> list[tupl
             if bound is not None and pos - last <= _REACH.get(kind, _REACH["title"]):
                 last = pos
                 timeline.append((pos, bound))
-        elif op == _NEW_HOUSE_OP and bound is not None:
+        elif op == _ELSEWHERE and bound is not None:
             bound, resume = None, None
             timeline.append((pos, None))
         elif op == _NOT and bound == name:
@@ -398,6 +421,15 @@ def _timeline(events: list[tuple[int, int, str | None]], kind: str) -> list[tupl
     if resume:
         timeline.append(resume)
     return timeline
+
+
+def _counties(text: str) -> list[tuple[int, str]]:
+    """Where each county is named, in order: (position, name)."""
+    counts: dict[str, int] = {}
+    for match in _COUNTY.finditer(text):
+        counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    known = {w for w, n in counts.items() if n >= 3 and not any(ch in STOP or ch in _NOT_IN_COUNTY for ch in w)}
+    return [(m.start(), m.group(1)) for m in _COUNTY.finditer(text) if m.group(1) in known]
 
 
 def _key(head: str) -> str:
