@@ -288,3 +288,16 @@ def test_a_county_keeps_the_magistrate_named_there_and_another_county_has_anothe
     elsewhere = "　　武松来到阳谷县。\n" * 3
     assert speakers_in(named + far + elsewhere + excerpt, excerpt) == ["知县"]
     assert speakers_in(named + back + elsewhere + excerpt, excerpt) == ["知县"]  # even while he is still bound
+
+
+def test_a_man_the_text_names_only_after_his_lines_is_that_man_in_them():
+    excerpt = "　　那汉大怒，拍着桌子道：“老爷不换！”\n"
+    named = "　　那汉道：“小人姓石名勇，原是大名府人氏。”\n"
+    assert speakers_in(excerpt + FILLER + named, excerpt) == ["石勇"]
+    assert speakers_in(excerpt + FILLER * 70 + named, excerpt) == ["那汉"]  # named too far after
+    newcomer = "　　只见一个大汉走入店里来。\n"  # someone else comes in before the name is given
+    assert speakers_in(excerpt + newcomer + named, excerpt) == ["那汉"]
+    # One just named before stays meant, unless the name given after comes nearer.
+    before = "　　那汉道：“小人姓张名青。”\n"
+    assert speakers_in(before + excerpt + FILLER * 20 + named, excerpt) == ["张青"]
+    assert speakers_in(before + FILLER * 20 + excerpt + named, excerpt) == ["石勇"]

@@ -60,6 +60,8 @@ _REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "tit
 # 帘子下 right after the narration spoke of 潘金莲 is 潘金莲).
 _SAME_PERSON = {"woman": 800}
 _JUST_BEFORE = 300
+# How far after a descriptor's line (characters) the name given next may still be his.
+_NAMED_AFTER = {"man": 1500, "woman": 1500}
 _ASIDE_FOR = 1500
 # What happens to a binding, in the order of events at one place: a name comes up, a new person comes
 # in, another man's wife comes in, a sentence tells the descriptor from the name, the story is at
@@ -212,10 +214,15 @@ class Story:
         kind = _KIND_OF[head]
         timeline = self._timelines.get(head if kind == "title" else kind, [])
         k = bisect.bisect_left(timeline, (pos,)) - 1
-        if k < 0 or timeline[k][1] is None:
-            return None
-        at, name = timeline[k]
-        return name if pos - at <= _REACH[kind] else None
+        at, name = timeline[k] if k >= 0 else (-(10**9), None)
+        name = name if pos - at <= _REACH[kind] else None
+        if kind in _NAMED_AFTER and k + 1 < len(timeline):
+            # Someone the text names only after his lines (那汉…道 … 小人姓石名勇): the next name
+            # given, when it comes before any new person and nearer than the last one given.
+            then, named = timeline[k + 1]
+            if named and then - pos <= _NAMED_AFTER[kind] and (name is None or then - pos < pos - at):
+                return named
+        return name
 
     def full_name(self, word: str, pos: int, reach: int = 3000) -> str | None:
         """The name ``word`` cuts short at ``pos`` (四郎 → 赵四郎, 邦喜 → 牛邦喜): the last one the text
