@@ -61,7 +61,7 @@ _REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "tit
 _SAME_PERSON = {"woman": 800}
 _JUST_BEFORE = 300
 # How far after a descriptor's line (characters) the name given next may still be his.
-_NAMED_AFTER = {"man": 1500, "woman": 1500}
+_NAMED_AFTER = {"man": 1500}
 _ASIDE_FOR = 1500
 # What happens to a binding, in the order of events at one place: a name comes up, a new person comes
 # in, another man's wife comes in, a sentence tells the descriptor from the name, the story is at
