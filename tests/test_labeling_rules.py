@@ -539,3 +539,10 @@ def test_rules_v9_news_with_nobody_named_and_those_who_bring_it():
     assert said("　　且说关胜引军杀近密云县来。县官闻的，飞报与两个番将，说道：“宋朝军马到了。”") == ["县官"]
     # Troops named for their leader are not who reports.
     assert said("　　却说宋江军马在村口屯驻，又使欧鹏去到村口，出来回报道：“听得那里讲动。”") != ["宋江军马"]
+
+
+def test_rules_v10_whom_one_fears_is_no_subject():
+    said = partial(speakers, lexicon=Lexicon(names={"武松"}))
+    tail = "提起朴刀，每人身上搠了几朴刀。立在桥上看了一回，思量道：“如何出得这口恨气！”"
+    assert said("　　武松将两个尸首都撺在浦里。又怕那两个公人不死，" + tail) == ["武松"]
+    assert said("　　武松将两个尸首都撺在浦里。只见那两个公人不死，" + tail) == ["公人"]

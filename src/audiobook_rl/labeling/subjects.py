@@ -111,6 +111,7 @@ _ASKING = "问对向与跟朝同给替让叫唤请"  # (问烧香的道: the one
 _MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
 _SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)
 _THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|又|也|早|只)?有")  # 随军内却有公孙胜
+_TAKES_OBJECT = set("怕恐等寻杀打拿捉赶骂")  # verbs before a descriptor that make it their object
 _VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送邀")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
@@ -655,8 +656,8 @@ def _descriptor_starts(clause: str, relative_only: bool):
             3 <= i <= 5 or (i == 2 and (clause[i] == "有" or before[0] in _PLACE_NOUNS))  # 山下有人来报, 关前一将
         )):
             yield i
-        elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP for ch in before))):
-            yield i
+        elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP or ch in _TAKES_OBJECT for ch in before))):
+            yield i  # (but 又怕那两个公人不死: whom one fears is no subject)
 
 
 def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
