@@ -376,14 +376,13 @@ class Story:
         # The magistrate of the county the story is in, named there before (时文彬 of 郓城), or someone
         # else where the story is in another county (阳谷县知县).
         counties = _counties(text)
-        at = [pos for pos, _ in counties]
-        seat = lambda pos: next((c for p, c in counties[max(0, bisect.bisect_left(at, pos) - 1) : bisect.bisect_left(at, pos)] if pos - p <= _SEAT_REACH), None)  # noqa: E731
         magistrates: dict[str, list[tuple[int, str]]] = {}
         for pos, op, name in events.get("知县", []):
-            if op == _NAMED and seat(pos):
-                magistrates.setdefault(seat(pos), []).append((pos, name))
+            county = _county_at(counties, pos)
+            if op == _NAMED and county:
+                magistrates.setdefault(county, []).append((pos, name))
         for match in re.finditer("知县", text):
-            county = seat(match.start())
+            county = _county_at(counties, match.start())
             if not county or _inside(quoted, match.start()) or _inside(covered, match.start()):
                 continue
             named = [name for pos, name in magistrates.get(county, []) if pos < match.start()]
@@ -437,6 +436,12 @@ def _counties(text: str) -> list[tuple[int, str]]:
         counts[match.group(1)] = counts.get(match.group(1), 0) + 1
     known = {w for w, n in counts.items() if n >= 3 and not any(ch in STOP or ch in _NOT_IN_COUNTY for ch in w)}
     return [(m.start(), m.group(1)) for m in _COUNTY.finditer(text) if m.group(1) in known]
+
+
+def _county_at(counties: list[tuple[int, str]], pos: int) -> str | None:
+    """The county the story is in at ``pos``: the last one named, if within ``_SEAT_REACH`` before it."""
+    k = bisect.bisect_left(counties, (pos,)) - 1
+    return counties[k][1] if k >= 0 and pos - counties[k][0] <= _SEAT_REACH else None
 
 
 def _key(head: str) -> str:
