@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v10" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v11" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -546,3 +546,15 @@ def test_rules_v10_whom_one_fears_is_no_subject():
     tail = "提起朴刀，每人身上搠了几朴刀。立在桥上看了一回，思量道：“如何出得这口恨气！”"
     assert said("　　武松将两个尸首都撺在浦里。又怕那两个公人不死，" + tail) == ["武松"]
     assert said("　　武松将两个尸首都撺在浦里。只见那两个公人不死，" + tail) == ["公人"]
+
+
+def test_rules_v11_news_from_a_place_a_rider_who_reports_and_a_court_title_before_a_name():
+    said = partial(speakers, lexicon=Lexicon(names={"史文恭", "曾魁", "石宝", "方腊", "娄敏中"}))
+    # News from a place, nobody named: a messenger from there (but one named there speaks).
+    assert said("　　史文恭在寨中坐定。次后只见东寨边来报道：“宋兵打寨。”") == ["报事人"]
+    assert said("　　史文恭在寨中坐定。次后只见东寨边曾魁来报道：“宋兵打寨。”") == ["曾魁"]
+    assert said("　　正说之间，只听的飞马又报道：“宋兵到了。”") == ["飞马"]
+    # A court title, then a name no list holds, then the court's verb: the name.
+    assert said("　　方腊大惊。当有左丞相娄敏中出班启奏道：“臣有一计。”") == ["娄敏中"]
+    assert said("　　方腊大惊。当有左丞相出班启奏道：“臣有一计。”") == ["左丞相"]
+    assert said("　　方腊大惊。数内两个吏员出来厅上，拜了四拜，跪着道：“小人不敢。”") == ["吏员"]

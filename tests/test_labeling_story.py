@@ -301,3 +301,4 @@ def test_a_man_the_text_names_only_after_his_lines_is_that_man_in_them():
     before = "　　那汉道：“小人姓张名青。”\n"
     assert speakers_in(before + excerpt + FILLER * 20 + named, excerpt) == ["张青"]
     assert speakers_in(before + FILLER * 20 + excerpt + named, excerpt) == ["石勇"]
+

@@ -92,7 +92,7 @@ _PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?
 # 报说), scouts (又有两路哨军报道, 番兵报洞仙侍郎道), an official (县官闻的，飞报与两个番将，说道), the one
 # who does something (几个打鱼的来报道). In a sentence that reports (报, 告, 禀), a clause that opens
 # with one of them says who speaks.
-_REPORTERS = ("人马", "军马", "军兵", "军民", "百姓", "哨军", "番兵", "番军", "败军", "残军", "官兵", "县官", "探事人", "报事人")
+_REPORTERS = ("人马", "军马", "军兵", "军民", "百姓", "哨军", "番兵", "番军", "败军", "残军", "官兵", "县官", "探事人", "报事人", "飞马")
 _REPORTER_HEADS = "|".join(sorted(set(_REPORTERS) | {h for h in PERSON_HEADS if len(h) > 1}, key=len, reverse=True))
 _REPORTER = re.compile(
     "^(?:[后又却已早先忽]?有)?(?:[一二三四五六七八九十两几数百千]+(?:个|名|路|队|起|伙|骑|处))?"
@@ -106,6 +106,10 @@ _NEWS = re.compile(
     "(?:报|报道|报说|报来|报称|来报|飞报)(?:说道|说|道)?[：:，,]?$"
 )
 _NEWS_ALONE = re.compile("^(?:报|报道|报说|报来|报称)(?:说道|说|道)?[：:，,]?$")
+# … or from a place (只见东寨边来报道, 城外报来): someone from there brings it.
+_NEWS_FROM = re.compile(
+    "^(?:次后)?(?:只|又|忽|却)?(?:见|听得|听的)?[\u4e00-\u9fff]{1,3}(?:边|上|外|里)(?:又|飞)?来?(?:报|报道|报说|报来)(?:说道|说|道)?[：:，,]?$"
+)
 MESSENGER = "报事人"
 _REPORTING = re.compile("报|告|禀")
 
@@ -182,7 +186,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v10"
+    model = "rules-v11"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -456,7 +460,7 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
 def _news(clauses: list[str]) -> str | None:
     """A messenger, for a report that names nobody (又见报道, 忽闻报说; a sentence that is only 报来说道)."""
     verb = clauses[-1].strip(" \t　”’")
-    return MESSENGER if _NEWS.match(verb) or (len(clauses) == 1 and _NEWS_ALONE.match(verb)) else None
+    return MESSENGER if _NEWS.match(verb) or _NEWS_FROM.match(verb) or (len(clauses) == 1 and _NEWS_ALONE.match(verb)) else None
 
 
 def _reporter(clauses: list[str], lexicon: Lexicon, upto: int) -> str | None:

@@ -73,7 +73,7 @@ PERSON_HEADS = (
     "主人家", "都管", "女孩儿", "孔目", "妻子", "官员", "牙将", "百姓", "大户", "上将", "大王", "国舅", "侍郎", "樵叟",
     "老叟", "村姑", "火家", "两口儿", "夫妻", "秀才", "小军", "丞相", "原告", "被告", "群臣", "众官", "百官", "使臣", "牌军", "店主", "官家", "庄主", "寨主", "家人", "亲随", "从人", "军健", "水手", "舵手", "大臣", "大将", "副将", "贼将", "降将", "番将", "战将", "首将", "偏将", "猛将", "众将", "承局", "道众", "报马", "渔翁", "都督", "先锋", "步军", "马军",
     "母亲", "老母", "老娘", "禁军", "保正", "前军", "后军", "中军", "都监", "道童", "头陀", "贼秃", "秃驴", "秃厮",
-    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "侍者", "管营", "干人",
+    "虔婆", "老虔婆", "淫妇", "贱人", "女人", "老头儿", "老头", "院公", "侍者", "管营", "干人", "吏员", "官吏",
     # Every title the story binds to a name (story.TITLES) and every head of its kinds is a person noun.
     "大官人", "团练", "知寨", "枢密", "统制", "押司", "院长", "真人", "郡主", "参谋", "太师", "妇女", "老婆子", "阇黎",
     "长汉", "汉", "厮", "人",
@@ -111,6 +111,7 @@ _ASKING = "问对向与跟朝同给替让叫唤请"  # (问烧香的道: the one
 _MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
 _SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)
 _THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|又|也|早|只)?有")  # 随军内却有公孙胜
+_COURT_VERB = re.compile("^(?:出班|上前|向前)?(?:启奏|奏|禀|告)(?:道|曰|说)[：:，,]?$")  # (after a title: 左丞相娄敏中出班启奏道)
 _TAKES_OBJECT = set("怕恐等寻杀打拿捉赶骂")  # verbs before a descriptor that make it their object
 _VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送邀")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
@@ -619,8 +620,8 @@ def trimmed(word: str, names: Names) -> str:
 
 
 def _named_before_verb(text: str) -> str | None:
-    """A word shaped like a name right before the speech verb (娄敏中出班启奏 → 娄敏中)."""
-    return next((text[:k] for k in (3, 2) if _surnamed(text[:k]) and _VERB_ONLY.match(text[k:])), None)
+    """A word shaped like a name right before the speech verb (娄敏中出班启奏 → 娄敏中, 娄敏中出班启奏道)."""
+    return next((text[:k] for k in (3, 2) if _surnamed(text[:k]) and (_VERB_ONLY.match(text[k:]) or _COURT_VERB.match(text[k:]))), None)
 
 
 def _plain_descriptor(head: str) -> bool:
