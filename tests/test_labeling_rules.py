@@ -558,3 +558,6 @@ def test_rules_v11_news_from_a_place_a_rider_who_reports_and_a_court_title_befor
     assert said("　　方腊大惊。当有左丞相娄敏中出班启奏道：“臣有一计。”") == ["娄敏中"]
     assert said("　　方腊大惊。当有左丞相出班启奏道：“臣有一计。”") == ["左丞相"]
     assert said("　　方腊大惊。数内两个吏员出来厅上，拜了四拜，跪着道：“小人不敢。”") == ["吏员"]
+    # A one-character noun that a verb's object follows is that verb (那伙使枪棒的), not 那人 or 那汉.
+    assert said("　　土兵喝道：“休要挨入来！”那伙使枪棒的说道：“我们到处看出人。”")[1] == "使枪棒的"
+    assert said("　　土兵喝道：“休要挨入来！”那汉拈着朴刀，说道：“我们到处看出人。”")[1] == "那汉"

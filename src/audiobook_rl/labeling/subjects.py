@@ -559,6 +559,8 @@ def _descriptor(
                 return rest[: relative + 2]  # 那穿黄衫的人 → 穿黄衫的人: one character alone names nobody
             return names.name_at(noun, len(head)) or _shortened(head, names)
         head = _head_prefix(rest)
+        if head and len(head) == 1 and head not in "人汉" and rest[1:2] not in STOP and _CJK.match(rest[1:2] or "。"):
+            head = None  # 那伙使枪棒的: a verb and its object, not the noun 使
         if head and not (opener or start) and "众" in head[1:] and head not in PERSON_HEADS:
             head = None  # 止住众人道: the crowd is spoken to
         if head and not (opener or start) and "的" in head and not (verb_clause and _VERB_ONLY.match(rest[len(head) :])):
