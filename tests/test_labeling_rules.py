@@ -561,3 +561,9 @@ def test_rules_v11_news_from_a_place_a_rider_who_reports_and_a_court_title_befor
     # A one-character noun that a verb's object follows is that verb (那伙使枪棒的), not 那人 or 那汉.
     assert said("　　土兵喝道：“休要挨入来！”那伙使枪棒的说道：“我们到处看出人。”")[1] == "使枪棒的"
     assert said("　　土兵喝道：“休要挨入来！”那汉拈着朴刀，说道：“我们到处看出人。”")[1] == "那汉"
+
+
+def test_rules_v11_peeking_is_no_name():
+    # 张得 (peeked and saw) opens tag clauses twice in 水浒传; it is a verb, never a speaker.
+    text = "　　武松道：“好酒。”张得那妇人转身入去，却把这酒泼了，口中虚把舌头来咂道：“好酒！”\n" * 2
+    assert build_lexicon(text).names == {"武松"}
