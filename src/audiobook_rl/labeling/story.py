@@ -431,11 +431,12 @@ def _timeline(events: list[tuple[int, int, str | None]], kind: str) -> list[tupl
 
 def _counties(text: str) -> list[tuple[int, str]]:
     """Where each county is named, in order: (position, name)."""
+    named = [(m.start(), m.group(1)) for m in _COUNTY.finditer(text)]
     counts: dict[str, int] = {}
-    for match in _COUNTY.finditer(text):
-        counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    for _, word in named:
+        counts[word] = counts.get(word, 0) + 1
     known = {w for w, n in counts.items() if n >= 3 and not any(ch in STOP or ch in _NOT_IN_COUNTY for ch in w)}
-    return [(m.start(), m.group(1)) for m in _COUNTY.finditer(text) if m.group(1) in known]
+    return [(pos, word) for pos, word in named if word in known]
 
 
 def _county_at(counties: list[tuple[int, str]], pos: int) -> str | None:
