@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v11" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v12" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -567,3 +567,69 @@ def test_rules_v11_peeking_is_no_name():
     # 张得 (peeked and saw) opens tag clauses twice in 水浒传; it is a verb, never a speaker.
     text = "　　武松道：“好酒。”张得那妇人转身入去，却把这酒泼了，口中虚把舌头来咂道：“好酒！”\n" * 2
     assert build_lexicon(text).names == {"武松"}
+
+
+def test_rules_v12_a_named_one_after_a_demonstrative_an_underling_and_whom_one_asks_just_before():
+    said = partial(speakers, lexicon=Lexicon(names={"阎婆", "宋江", "王婆", "王庆", "白胜", "张三"}))
+    # 那 before a name the text knows: that one is the subject, not whom he thanks.
+    assert said("　　忽一朝，那阎婆因来谢宋江，见他下处没有一个妇人家面。回来问间壁王婆道：“他曾有娘子也无？”") == ["阎婆"]
+    assert said("　　忽一朝，宋江因来谢阎婆，见他下处没有一个妇人家面。回来问间壁王婆道：“他曾有娘子也无？”") == ["宋江"]
+    # Someone's man speaks, not his master (but the master speaks where no man of his is brought in).
+    assert said("　　当有王庆手下一个有智量近侍说道：“大王且宽心。”") == ["近侍"]
+    assert said("　　当有王庆手下众人都在，王庆说道：“且宽心。”") == ["王庆"]
+    # Whom the clause before a subjectless tag asks, right then, answers.
+    assert said("　　只听得白胜在床上做声，问他老婆时，却说道：“害热病不曾得汗。”") == ["老婆"]
+    assert said("　　只听得白胜在床上做声，叫起他老婆来，却说道：“害热病不曾得汗。”") == ["白胜"]
+    # 本县知县 is the magistrate of the place the story is at: 知县.
+    assert said("　　却说本县知县自到任已来，却得二年半多了。当日便唤武松到衙内商议道：“我有一个亲戚。”") == ["知县"]
+
+
+def test_rules_v12_a_counted_group_is_the_last_that_many_names_joined():
+    names = {"童贯", "酆美", "朱武", "陈达", "杨春", "鲁智深", "武松", "高俅", "杨戬", "蔡京"}
+    said = partial(speakers, lexicon=Lexicon(names=names))
+    # 三个 are the three the narration joined (童贯和酆美、毕胜; 朱武并跳涧虎陈达、白花蛇杨春), not a pair seen last.
+    assert said("　　童贯和酆美、杨春在山坡上看了，不敢下来。三个商量道：“似此如何杀得出去？”") == ["童贯、酆美、杨春"]
+    nicknamed = "　　只见神机军师朱武并跳涧虎陈达、白花蛇杨春，三个下山来接鲁智深、武松。"
+    nicknames = "跳涧虎陈达，白花蛇杨春。" * 2  # the nicknames the novel puts before these names
+    text = nicknames + nicknamed + "鲁智深道：“洒家便是。”三个慌忙剪拂道：“闻名久矣！”"
+    assert said(text)[-1] == "朱武、陈达、杨春"
+    # 两个 after a group of four: the two the last sentence joined.
+    four = "　　却是蔡京、童贯、高俅、杨戬四个贼臣。"
+    assert said(four + "当有殿帅府太尉高俅、杨戬，心内好生不然。两个自来商议道：“宋江是我等仇人。”") == ["高俅、杨戬"]
+    # A last group seen that has that count is kept, though another pair was named after it.
+    assert said("　　高俅、杨戬心内好生不然，又去见了蔡京、童贯。两个自来商议道：“宋江是我等仇人。”") == ["高俅、杨戬"]
+    # Not a group the text has not named that has just spoken, nor brothers named by their kin.
+    brothers = "　　看见鲁智深、武松都恭奉着宋江，那弟兄二人大惊道：“却如何厮熟？”鲁智深大笑道：“你道他兀谁？”那二人道：“不认得。”"
+    assert said(brothers)[-1] != "鲁智深、武松"
+
+
+def test_rules_v12_those_gathered_and_listed_do_not_speak_for_the_one_who_gathered_them():
+    said = partial(speakers, lexicon=Lexicon(names={"田虎", "卞祥", "马灵"}))
+    assert said("　　田虎闻奏大惊，会集文武众官，右丞相太师卞祥，统军大将马灵等，当廷商议：“宋江侵夺边界。”") == ["田虎"]
+    assert said("　　田虎闻奏大惊。当有右丞相太师卞祥，出班商议：“宋江侵夺边界。”") == ["卞祥"]
+
+
+def test_rules_v12_a_pronoun_after_a_pronoun_goes_back_to_the_named_subject_and_leads_that_are_no_subjects():
+    said = partial(speakers, lexicon=Lexicon(names={"王庆", "李助", "宋江", "方腊", "柯驸马"}))
+    sign = "　　只见一个卖卦先生走来。"
+    assert said(sign + "王庆见是个卖卦的，他已有这桩事在肚里，他便叫道：“李先生，这里请坐。”") == ["王庆"]
+    # 慌的, 已自: how or when, before the one who acts.
+    assert said("　　那人望宋江便拜。慌的宋江答拜不迭，连忙扶起道：“何劳如此。”") == ["宋江"]
+    assert said("　　柯驸马收兵。已自有人先去报知方腊，说道：“驸马战退宋兵。”") == ["有人"]
+    assert said("　　柯驸马收兵。又有飞报说道：“宋兵又到。”") == ["报事人"]
+
+
+def test_rules_v12_whom_a_group_brings_is_no_title_and_name():
+    said = partial(speakers, lexicon=Lexicon(names={"王庆"}))
+    assert said("　　两个公人带王庆上前禀道：“王庆拿到。”") == ["公人"]
+    assert said("　　两个公人押司王庆上前禀道：“拿到了。”") == ["王庆"]
+
+
+def test_lexicon_adds_names_that_stand_in_lists_beside_known_names():
+    tags = "　　李逵道：“走。”李逵道：“走。”鲍旭道：“好。”鲍旭道：“好。”"
+    lists = "　　李逵、鲍旭、李衮三个来了。李逵和李衮又去了。李衮也笑。" * 4
+    names = build_lexicon(tags + lists).names
+    assert {"李逵", "鲍旭", "李衮"} <= names
+    # Listed once, or too rare, a word is not taken; nor one that is no name (the verb after a list).
+    assert "李衮" not in build_lexicon(tags + "　　李逵、鲍旭、李衮三个来了。").names
+    assert not build_lexicon(tags + "　　李逵、鲍旭都来了。李逵、鲍旭都来了。" * 6).names & {"都来", "都来了"}

@@ -302,3 +302,10 @@ def test_a_man_the_text_names_only_after_his_lines_is_that_man_in_them():
     assert speakers_in(before + excerpt + FILLER * 20 + named, excerpt) == ["张青"]
     assert speakers_in(before + FILLER * 20 + excerpt + named, excerpt) == ["石勇"]
 
+
+
+def test_a_monk_the_text_names_only_after_his_lines_is_that_monk_in_them():
+    excerpt = "　　那和尚卖个破绽，跳出圈子外来，喝一声：“且歇！”那僧人叫道：“兀那汉子，你是甚么人？”\n"
+    named = "　　那和尚道：“洒家不是别人，俺是延安府经略相公帐前军官鲁提辖的便是。”\n"
+    assert speakers_in(excerpt + FILLER + named, excerpt, NAMES | {"鲁提辖"}) == ["鲁提辖", "鲁提辖"]
+    assert speakers_in(excerpt + FILLER * 70 + named, excerpt, NAMES | {"鲁提辖"}) == ["和尚", "僧人"]  # named too far after

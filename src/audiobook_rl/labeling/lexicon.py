@@ -1,8 +1,9 @@
 """Who speaks in a text: character names and their aliases, found from the text itself.
 
 Names are collected from speech tags (``林青笑道：“…”`` → 林青): the words that start a tag clause
-before the first character that cannot belong to a name (a verb, an adverb, a listener marker).
-Aliases come from phrases such as ``人称“断水刀”的萧断水``.
+before the first character that cannot belong to a name (a verb, an adverb, a listener marker),
+and from lists that join a name no tag holds to known ones (``李逵、鲍旭、项充、李衮``). Aliases come
+from phrases such as ``人称“断水刀”的萧断水``.
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     names = {w if w not in trimmed or trimmed[w] in starts else trimmed[w] for w in names}
     lexicon = Lexicon(names=names, text=text)
     lexicon._counts.update(times)
+    lexicon.names |= _listed(lexicon)
     for pattern in ALIAS_PATTERNS:
         for match in pattern.finditer(text):
             first, second = match.group(1), match.group(2)
@@ -127,6 +129,36 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     # An alias is a way of naming a speaker too.
     lexicon.names.update(lexicon.aliases)
     return lexicon
+
+
+def _listed(lexicon: Lexicon, *, min_lists: int = 2, min_count: int = 10) -> set[str]:
+    """Names that never tag a quote alone but stand in lists beside known names (李逵、鲍旭、项充、
+    李衮; 童贯和酆美、毕胜): a word shaped like a name, joined to a known name by 、 or 和 at least
+    ``min_lists`` times, ending where the list goes on or stops, and found ``min_count`` times."""
+    text, names = lexicon.text, lexicon.names
+    seen: Counter[str] = Counter()
+    for match in lexicon.names_in(text):
+        if match.group().endswith(PERSON_HEADS):
+            continue
+        end, start = match.end(), match.start()
+        if text[end : end + 1] in ("、", "和"):
+            word = next((w for k in (3, 2) if _LIST_END.match(text, end + 1 + k) and _CJK_WORD.fullmatch(w := text[end + 1 : end + 1 + k])), None)
+            seen[word] += word is not None
+        if text[start - 1 : start] == "、":
+            word = next((w for k in (2, 3) if _LIST_START.match(text[start - 2 - k : start - 1 - k] or "。") and _CJK_WORD.fullmatch(w := text[start - 1 - k : start - 1])), None)
+            seen[word] += word is not None
+    starts = {n[:k] for n in names for k in range(2, len(n))}
+    return {
+        w
+        for w, n in seen.items()
+        if w and n >= min_lists and name_shaped(w) and not any(ch in STOP for ch in w[1:]) and w not in starts
+        and not any(n.startswith(w) or w.startswith(n) for n in names) and text.count(w) >= min_count
+    }
+
+
+_CJK_WORD = re.compile(r"[\u4e00-\u9fff]+")
+_LIST_END = re.compile("[、，。；和等两三四五六七八九十]")
+_LIST_START = re.compile("[、，。；：]")
 
 
 def _trimmed(word: str, text: str, counts: dict) -> str:

@@ -7,7 +7,8 @@ It reads an excerpt paragraph by paragraph, splits quotes from narration, and de
   verb's clause has none, the subject of the nearest clause before it in the sentence
   (``林青站起身来，笑道：`` → 林青); a tag after the quote (``“…”林青道。``); for an untagged
   quote, the subject of the narration just before it, or else turn-taking between the last two
-  speakers; pronouns resolve to the last subject, group words (``二人``) to the last group of names.
+  speakers; pronouns resolve to the last subject, group words (``二人``) to the last group of names
+  (a counted one, ``三个``, to the last that many names the narration joined).
   When nothing before the quote tells, the narration after it does (the one the next quote answers,
   or the next speaker); quoted words nobody says (inscriptions, a quoted name) go to the narrator;
 - **tone and intensity** from the verb of the tag (喝道 → 愤怒) and the punctuation (！, ？, ……);
@@ -19,6 +20,7 @@ aside).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -61,6 +63,14 @@ _SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道
 _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 # 问 and whom it asks, to the end of the clause (not 问道, 动问: a question in speech).
 _ASKED = re.compile("(?<![动请借])问(?:了|着)?(?:那|这)?(?:个)?([\u4e00-\u9fff]{2,8})$")
+# Names joined into one group: 童贯和酆美、毕胜, 朱武并跳涧虎陈达 (a nickname may come between).
+_JOINED = re.compile("^(?:、|和|与|并|及|同)([\u4e00-\u9fff]{0,4})$")
+_GATHERING = re.compile("会集|聚集|召集|唤集|宣召|请集")
+_UNNAMED_GROUP = re.compile("[两二三](?:个|人|位)")
+_KIN_GROUPS = ("弟兄两个", "夫妻两个")
+_QUOTED = re.compile("“[^”]*”?")
+# 问 someone, at that moment (问他老婆时): the one asked answers in the tag that follows.
+_ASKED_WHEN = re.compile("问(?:了|着)?(?:那|这|他|其)?(?:个)?([\u4e00-\u9fff]{2,6})时$")
 _THINKING = re.compile(r"寻思|暗想|心想|想道|思量|思忖|忖道|沉吟")
 # A tag sentence that is a two-character word and the verb alone (都寺便道：, 老小说道：).
 _ROLE_TAG = re.compile(r"^([\u4e00-\u9fff]{2})(?:便|又|也|却|只)?(?:说|问|答|应|禀|告)?道[：:]$")
@@ -102,7 +112,7 @@ _REPORTER = re.compile(
 _NOT_IN_REPORTER = LISTENER_MARKERS | set("见看听闻望说道叫喝了着被吃报告禀")
 # A report that names nobody: news comes (又见报道, 忽报, 只听得报道, 报来说道); a messenger speaks.
 _NEWS = re.compile(
-    "^(?:(?:只|又|忽|却|早|猛|正)?(?:见|闻|听得|听的|听见)|忽|又听得|忽听得|忽听的)(?:人)?(?:飞|又|来)?"
+    "^(?:(?:只|又|忽|却|早|猛|正)?(?:见|闻|听得|听的|听见)|忽|又听得|忽听得|忽听的|[又忽]有(?=飞))(?:人)?(?:飞|又|来)?"
     "(?:报|报道|报说|报来|报称|来报|飞报)(?:说道|说|道)?[：:，,]?$"
 )
 _NEWS_ALONE = re.compile("^(?:报|报道|报说|报来|报称)(?:说道|说|道)?[：:，,]?$")
@@ -186,7 +196,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v11"
+    model = "rules-v12"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -387,9 +397,9 @@ def _clauses(sentence: str) -> list[str]:
     return [c for c in _CLAUSE.split(sentence.strip("　 \t：:，,")) if c.strip()]
 
 
-def _sentence_subject(sentence: str | list[str], lexicon: Lexicon) -> str | None:
+def _sentence_subject(sentence: str | list[str], lexicon: Lexicon, skip: tuple = ()) -> str | None:
     """The subject nearest the end of a sentence (or of its clauses): the last clause that opens
-    with one (or with a person seen: 看时，见石秀…)."""
+    with one (or with a person seen: 看时，见石秀…), passing over those in ``skip``."""
     clauses = _clauses(sentence) if isinstance(sentence, str) else sentence
     for k in range(len(clauses) - 1, -1, -1):
         clause = clauses[k]
@@ -398,7 +408,9 @@ def _sentence_subject(sentence: str | list[str], lexicon: Lexicon) -> str | None
         if k and clause.startswith("见") and clauses[k - 1].endswith(("看时", "看")):
             clause = clause[1:]  # 宋江看时，见石秀拈着口刀，…: the one seen acts next
         name = subject(clause, lexicon, first=k == 0)
-        if name:
+        if name and k and clause.rstrip("等").endswith(name) and any(_GATHERING.search(c) for c in clauses[:k]):
+            continue  # 会集文武众官，右丞相太师卞祥，…: those gathered, listed, not who acts
+        if name and name not in skip:
             return name
     return None
 
@@ -441,10 +453,12 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         name = inner.group(1)
     name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _news(clauses) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
-        name = _sentence_subject(clauses[:-1], lexicon) or name  # 庞元只道张世开打小厮，他便叫道 → 庞元
+        # 庞元只道张世开打小厮，他便叫道 → 庞元; 王庆见是个卖卦的，他已有…，他便叫道 → 王庆
+        name = _sentence_subject(clauses[:-1], lexicon, skip=PRONOUNS) or name
     if name in COLLECTIVES and len(clauses) > 1:
         group = _sentence_subject(clauses[:-1], lexicon)
         name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
+    name = name or (len(clauses) > 1 and _asked_then(clauses[-2], lexicon)) or None
     name = name or _sentence_subject(clauses[:-1], lexicon) or _reporter(clauses, lexicon, len(clauses) - 1)
     name = name or ("众人" if _ALL_AT_ONCE.search(verb) else None)  # 厅上厅下一齐都道: everyone there
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
@@ -532,6 +546,19 @@ def _asked(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
     return None
 
 
+def _asked_then(clause: str, lexicon: Lexicon) -> str | None:
+    """Whom a clause asks just before a tag that names nobody (问他老婆时，却说道): the one who
+    answers; a name, or a person noun of two characters or more."""
+    match = _ASKED_WHEN.search(clause)
+    if not match:
+        return None
+    asked = match.group(1)
+    name = names_at_start(asked, lexicon)
+    if name == asked:
+        return name
+    return asked if asked.endswith(PERSON_HEADS) and not name else None
+
+
 def _resolve(name: str, state: _State) -> str:
     if name in COLLECTIVES:
         # 二人 are the last names seen together, or the last group described (两个牌军…。两个道);
@@ -540,10 +567,41 @@ def _resolve(name: str, state: _State) -> str:
         if state.group and state.recent and state.recent[-1] == state.group:
             other = next((s for s in reversed(state.recent[:-1]) if "、" in s), None)
             return other or state.group
-        return state.group or (state.last_subject if described else name)
+        # (not 那弟兄二人大惊道…那二人道: a group the text has not named has just spoken)
+        unnamed = any("、" not in s and _UNNAMED_GROUP.search(s) for s in state.recent[-3:])
+        counted = (state.group or not described) and not unnamed and name not in _KIN_GROUPS and _counted_group(name, state)
+        return counted or state.group or (state.last_subject if described else name)
     if name in PRONOUNS:
         return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER
     return name
+
+
+def _counted_group(word: str, state: _State, reach: int = 600) -> str | None:
+    """The people a counted group word stands for (三个 → 朱武、陈达、杨春) when the last group seen
+    has another count: the last names the narration before joins that many together (童贯和酆美、
+    毕胜; 朱武并跳涧虎陈达, a nickname the novel puts before the name), in this chapter, not inside
+    quotes. A group with a person noun in it (管营、差拨) or cut off by the window is no group."""
+    count = 2 if any(ch in word for ch in "两二") else 3 if "三" in word else 0
+    if not count or state.story is None or (state.group and state.group.count("、") + 1 == count):
+        return None
+    story = state.story
+    k = bisect.bisect_right(story.chapters, state.pos) - 1
+    begin = max(story.chapters[k] if k >= 0 else 0, state.pos - reach)
+    text = _QUOTED.sub("。", story.text[begin : state.pos])
+    groups: list[list] = []
+    for match in story.names.names_in(text):
+        gap = text[groups[-1][-1].end() : match.start()] if groups else ""
+        joined = _JOINED.match(gap)
+        nickname = joined and joined.group(1)
+        if joined and (not nickname or story.text.count(nickname + match.group()) >= 2):
+            groups[-1].append(match)
+        else:
+            groups.append([match])
+    whole = [g for g in groups if text[g[0].start() - 1 : g[0].start()] not in ("、", "")]
+    found = next((g for g in reversed(whole) if len(g) == count), None)
+    if not found or any(common_noun(m.group()) for m in found) or len({m.group() for m in found}) < count:
+        return None
+    return "、".join(m.group() for m in found)
 
 
 def _last_group(text: str, lexicon: Lexicon) -> str | None:

@@ -35,8 +35,8 @@ LEAD_WORDS = (
     "只听得", "只听的", "只听", "只管", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好",
-    "吓得", "惊得", "唬得", "諕得", "慌得",
+    "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好", "已自",
+    "吓得", "惊得", "唬得", "諕得", "慌得", "吓的", "惊的", "唬的", "慌的",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先",
 )  # fmt: skip
 _STORY_TURNS = ("且说", "却说", "话说", "再说", "只说")  # the narrator's "now": what follows is whom he turns to
@@ -130,6 +130,10 @@ _APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞�
 _HEAD_CHARS = set("".join(PERSON_HEADS))
 _HEAD_SET = set(PERSON_HEADS)
 _HEAD_SIZES = sorted({len(h) for h in PERSON_HEADS}, reverse=True)
+
+
+# Someone's man (王庆手下一个近侍): the man, not his master.
+_UNDER = re.compile("(?:手下|部下|帐下|麾下|门下)的?(?=一个|一员|有个)")
 
 
 def _noun(word: str) -> str:
@@ -343,6 +347,9 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None) if clause.startswith(PRONOUNS) else None
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
+    known = clause[:1] in "那这" and names.name_at(clause, 1)
+    if known and is_surname(known) and not common_noun(known):
+        clause = clause[1:]  # 那阎婆因来谢宋江: the one the text has named, not whom he thanks
     name = _names_at(clause, names)
     if name and "、" not in name and clause[len(name) : len(name) + 1] in _LOCATIVE and (
         _opener(clause, len(name) + 1) or _head_prefix(clause[len(name) + 1 :])
@@ -355,6 +362,10 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
         owned = clause[len(name) : len(name) + 1] == "的" and _head_prefix(clause[len(name) + 1 :])
         if owned:
             return _shortened(owned, names)  # 童贯的步军…问道: the soldiers, not 童贯
+        under = _UNDER.match(clause, len(name))
+        follower = under and _descriptor(clause[under.end() :], names, verb_clause=verb_clause, introduced=True)
+        if follower and not names.name_at(follower, 0):
+            return _noun(follower) if follower.endswith(PERSON_HEADS) else follower  # 王庆手下一个有智量近侍说道 → 近侍
     longer = name and (common_noun(name) or not is_surname(name)) and _head_prefix(clause)
     noun = longer and _noun(longer)
     if longer and len(longer) > len(name) and longer.startswith(name) and len(longer) - len(noun) < len(name):
@@ -514,6 +525,9 @@ def _head_prefix(text: str, limit: int = 8) -> str | None:
     return text[:end] or None
 
 
+_SEATS = set("县州府处寨庄")
+
+
 def _shortened(descriptor: str, names: Names) -> str:
     """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保, 船梢公 → 梢公); one whose
     noun is a known word keeps only that (十五六岁的店小二 → 店小二)."""
@@ -524,6 +538,8 @@ def _shortened(descriptor: str, names: Names) -> str:
     noun = _noun(descriptor) if descriptor.endswith(PERSON_HEADS) else ""
     if len(noun) >= 2 and len(descriptor) == len(noun) + 1 and descriptor[0] in _PLACE_NOUNS and names.name_at(descriptor, 0) != descriptor:
         return noun  # 这船梢公 → 梢公: the place he works at, then what he is
+    if descriptor[:1] == "本" and descriptor[1:2] in _SEATS and len(descriptor) > 3 and _head_prefix(descriptor[2:]) == descriptor[2:]:
+        descriptor = descriptor[2:]  # 本县知县 → 知县: the one of the place the story is at
     opener = _opener(descriptor)
     if opener and _head_prefix(descriptor[len(opener) :]) == descriptor[len(opener) :]:
         descriptor = descriptor[len(opener) :]  # 店门前两三军汉 → 军汉, as 两个公人 → 公人
@@ -663,6 +679,9 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield i  # (but 又怕那两个公人不死: whom one fears is no subject)
 
 
+_HANDLING = LISTENER_MARKERS | set("带扶引押拿捉揪拖见看望骂打杀")
+
+
 def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
     """A title before a known name (军师吴用 → 吴用, 太尉洪信 → 洪信), but not a verb before it
     (塞到裴寒山手里). After a demonstrative any words without a verb may stand before the name
@@ -673,6 +692,8 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
         name = names.name_at(word, i) if i < len(word) - 1 else names.name_at(clause, i)
         if name and common_noun(name):
             continue  # 柴大官人: 官人 is no one's name
+        if not strict and word[i - 1] in _HANDLING:
+            continue  # 两个公人带王庆上前禀道: whom they bring, not a title and a name
         if name and (word[i - 1] in _TITLE_ENDS or (not strict and is_surname(name))) and not any(ch in STOP - {"将"} for ch in word[:i]):
             return name  # (a loose title stands before a surname: not 那渔人倚定小船)
     return None
