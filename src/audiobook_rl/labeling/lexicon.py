@@ -152,6 +152,7 @@ def _listed(lexicon: Lexicon, *, min_lists: int = 2, min_count: int = 10) -> set
         w
         for w, n in seen.items()
         if w and n >= min_lists and name_shaped(w) and not any(ch in STOP for ch in w[1:]) and w not in starts
+        and not w.endswith("家")  # (阮家: a family, 阮小二、阮小五、阮小七)
         and not any(n.startswith(w) or w.startswith(n) for n in names) and text.count(w) >= min_count
     }
 
