@@ -139,22 +139,35 @@ def _listed(lexicon: Lexicon, *, min_lists: int = 2, min_count: int = 10) -> set
     seen: Counter[str] = Counter()
     for match in lexicon.names_in(text):
         if match.group().endswith(PERSON_HEADS):
-            continue
+            continue  # (官人、…: a person noun, not a name in a list)
         end, start = match.end(), match.start()
         if text[end : end + 1] in ("、", "和"):
-            word = next((w for k in (3, 2) if _LIST_END.match(text, end + 1 + k) and _CJK_WORD.fullmatch(w := text[end + 1 : end + 1 + k])), None)
-            seen[word] += word is not None
+            seen.update(_listed_word(text, end + 1, after=True))
         if text[start - 1 : start] == "、":
-            word = next((w for k in (2, 3) if _LIST_START.match(text[start - 2 - k : start - 1 - k] or "。") and _CJK_WORD.fullmatch(w := text[start - 1 - k : start - 1])), None)
-            seen[word] += word is not None
-    starts = {n[:k] for n in names for k in range(2, len(n))}
+            seen.update(_listed_word(text, start - 1, after=False))
+    starts = {name[:k] for name in names for k in range(2, len(name))}
     return {
-        w
-        for w, n in seen.items()
-        if w and n >= min_lists and name_shaped(w) and not any(ch in STOP for ch in w[1:]) and w not in starts
-        and not w.endswith("家")  # (阮家: a family, 阮小二、阮小五、阮小七)
-        and not any(n.startswith(w) or w.startswith(n) for n in names) and text.count(w) >= min_count
+        word
+        for word, lists in seen.items()
+        if lists >= min_lists
+        and name_shaped(word)
+        and not any(ch in STOP for ch in word[1:])
+        and not word.endswith("家")  # (阮家: a family, 阮小二、阮小五、阮小七)
+        and word not in starts
+        and not any(name.startswith(word) or word.startswith(name) for name in names)
+        and text.count(word) >= min_count
     }
+
+
+def _listed_word(text: str, at: int, after: bool) -> list[str]:
+    """The word of two or three characters that a list puts right after ``at`` (or right before
+    it), where the list goes on or the clause ends; none if there is no such word."""
+    for size in (3, 2) if after else (2, 3):
+        word = text[at : at + size] if after else text[max(0, at - size) : at]
+        edge = _LIST_END.match(text, at + size) if after else _LIST_START.match(text[at - size - 1 : at - size] or "。")
+        if len(word) == size and edge and _CJK_WORD.fullmatch(word):
+            return [word]
+    return []
 
 
 _CJK_WORD = re.compile(r"[\u4e00-\u9fff]+")

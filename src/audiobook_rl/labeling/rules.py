@@ -597,7 +597,7 @@ def _counted_group(word: str, state: _State, reach: int = 600) -> str | None:
             groups[-1].append(match)
         else:
             groups.append([match])
-    whole = [g for g in groups if text[g[0].start() - 1 : g[0].start()] not in ("、", "")]
+    whole = [g for g in groups if text[g[0].start() - 1 : g[0].start()] not in ("、", "")]  # (not cut by the window)
     found = next((g for g in reversed(whole) if len(g) == count), None)
     if not found or any(common_noun(m.group()) for m in found) or len({m.group() for m in found}) < count:
         return None
