@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v12" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v13" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -633,3 +633,23 @@ def test_lexicon_adds_names_that_stand_in_lists_beside_known_names():
     # Listed once, or too rare, a word is not taken; nor one that is no name (the verb after a list).
     assert "李衮" not in build_lexicon(tags + "　　李逵、鲍旭、李衮三个来了。").names
     assert not build_lexicon(tags + "　　李逵、鲍旭都来了。李逵、鲍旭都来了。" * 6).names & {"都来", "都来了"}
+
+
+def test_rules_v13_all_at_once_after_one_person_is_the_group_he_brought_in():
+    said = partial(speakers, lexicon=Lexicon(names={"李逵", "宋江", "李立", "郎主"}))
+    # One person cannot speak all at once: those he called or saved do.
+    assert said("　　李逵随即叫众庄客人等认时，齐声叫道：“不是！”") == ["众庄客"]
+    assert said("　　李立救得两个公人起来，面面厮觑，都对宋江说道：“我们怎地在这里？”") == ["公人"]
+    assert said("　　郎主心慌，会集群臣商议，都道：“只可投降。”") == ["群臣"]
+    # Without all at once, or with a group as the subject, the subject speaks.
+    assert said("　　李逵随即叫众庄客人等认时，大叫道：“不是！”") == ["李逵"]
+    assert said("　　李逵、宋江救得两个公人起来，都道：“好了。”") == ["李逵、宋江"]
+
+
+def test_rules_v13_a_report_that_names_nobody_before_a_surname_shaped_word_and_a_name_after_that():
+    said = partial(speakers, lexicon=Lexicon(names={"宋江", "李逵", "小张乙"}))
+    # 闻人报道: 闻 (heard) is a surname too, but the clause is only a report.
+    assert said("　　宋江正坐。闻人报道：“军马到了。”") == ["报事人"]
+    assert said("　　宋江正坐。闻焕章报道：“军马到了。”") == ["闻焕章"]
+    # 那 before a known name that is no surname and a name (小张乙): that one is the subject.
+    assert said("　　李逵撇下银子。那小张乙得知李逵从来赌直，便道：“大哥且歇这一博。”") == ["小张乙"]

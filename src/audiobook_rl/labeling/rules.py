@@ -68,6 +68,13 @@ _JOINED = re.compile("^(?:、|和|与|并|及|同)([\u4e00-\u9fff]{0,4})$")
 _GATHERING = re.compile("会集|聚集|召集|唤集|宣召|请集")
 _UNNAMED_GROUP = re.compile("[两二三](?:个|人|位)")
 _KIN_GROUPS = ("弟兄两个", "夫妻两个")
+# All at once (都道, 齐声叫道, 一齐喊道), and a group a sentence brings in (叫众庄客, 救得两个公人).
+_TOGETHER = re.compile("都|齐声|一齐|齐齐")
+_GROUP_OBJECT = re.compile(
+    "(众|群|[一二两三四五六七八九十几数百千]+(?:个|名|位|员))([\u4e00-\u9fff]{0,3}?(?:"
+    + "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
+    + "|臣))"
+)
 _QUOTED = re.compile("“[^”]*”?")
 # 问 someone, at that moment (问他老婆时): the one asked answers in the tag that follows.
 _ASKED_WHEN = re.compile("问(?:了|着)?(?:那|这|他|其)?(?:个)?([\u4e00-\u9fff]{2,6})时$")
@@ -196,7 +203,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v12"
+    model = "rules-v13"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -451,7 +458,7 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     inner = _INNER_DESCRIPTOR.search(verb)
     if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE:
         name = inner.group(1)
-    name = name or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _news(clauses) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
+    name = name or _news(clauses) or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
         # 庞元只道张世开打小厮，他便叫道 → 庞元; 王庆见是个卖卦的，他已有…，他便叫道 → 王庆
         name = _sentence_subject(clauses[:-1], lexicon, skip=PRONOUNS) or name
@@ -459,7 +466,11 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         group = _sentence_subject(clauses[:-1], lexicon)
         name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
     name = name or (len(clauses) > 1 and _asked_then(clauses[-2], lexicon)) or None
+    own = name
     name = name or _sentence_subject(clauses[:-1], lexicon) or _reporter(clauses, lexicon, len(clauses) - 1)
+    if name and not own and _TOGETHER.search(verb) and "、" not in name and name not in COLLECTIVES + ("众人",):
+        # 李逵随即叫众庄客人等认时，齐声叫道: one person cannot speak all at once; those he called do
+        name = _group_object(clauses[:-1]) or name
     name = name or ("众人" if _ALL_AT_ONCE.search(verb) else None)  # 厅上厅下一齐都道: everyone there
     short = not name and state.story and _SHORT_NAME.match(strip_lead(verb))
     name = name or (short and state.story.full_name(short.group(1), state.pos))  # 四郎道 → 赵四郎
@@ -544,6 +555,17 @@ def _asked(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
             return name
         return asked if asked.endswith(PERSON_HEADS) and len(asked) <= 6 else None
     return None
+
+
+def _group_object(clauses: list[str]) -> str | None:
+    """The last group a sentence brings in after its first words (叫众庄客, 会集群臣, 救得两个公人),
+    by its noun: 众庄客, 群臣, 公人."""
+    text = "，".join(clauses)
+    found = [m for m in _GROUP_OBJECT.finditer(text) if m.start() > 0]
+    if not found:
+        return None
+    match = found[-1]
+    return match.group(1) + match.group(2) if match.group(1) in ("众", "群") else match.group(2)
 
 
 def _asked_then(clause: str, lexicon: Lexicon) -> str | None:

@@ -348,7 +348,7 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
     known = clause[:1] in "那这" and names.name_at(clause, 1)
-    if known and is_surname(known) and not common_noun(known):
+    if known and not common_noun(known):
         clause = clause[1:]  # 那阎婆因来谢宋江: the one the text has named, not whom he thanks
     name = _names_at(clause, names)
     if name and "、" not in name and clause[len(name) : len(name) + 1] in _LOCATIVE and (
