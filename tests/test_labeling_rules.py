@@ -653,3 +653,5 @@ def test_rules_v13_a_report_that_names_nobody_before_a_surname_shaped_word_and_a
     assert said("　　宋江正坐。闻焕章报道：“军马到了。”") == ["闻焕章"]
     # 那 before a known name that is no surname and a name (小张乙): that one is the subject.
     assert said("　　李逵撇下银子。那小张乙得知李逵从来赌直，便道：“大哥且歇这一博。”") == ["小张乙"]
+    # Whom one takes by the arm is no title and name: the one who does it speaks, not 宋江.
+    assert "宋江" not in said("　　宋江伏于地下。有一人来搀宋江，口称：“将军请起。”")

@@ -679,7 +679,7 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield i  # (but 又怕那两个公人不死: whom one fears is no subject)
 
 
-_HANDLING = LISTENER_MARKERS | set("带扶引押拿捉揪拖见看望骂打杀")
+_HANDLING = LISTENER_MARKERS | set("带扶搀抱背驮引押拿捉揪拖见看望骂打杀")
 
 
 def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
