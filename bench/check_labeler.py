@@ -27,7 +27,7 @@ unlabelled (``"speaker": null``) keeps the labeler's speaker there and is not co
 The sets hold 水浒传 excerpts: offsets into the plain-text copy that sits beside the repository as
 ``../shared/data/shuihuzhuan.txt`` (pass it with ``--novel``; each set records its checksum, and the
 novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
-on. ``check.json`` (odd chapters), ``check2.json`` to ``check15.json`` were each drawn apart from every
+on. ``check.json`` (odd chapters), ``check2.json`` to ``check16.json`` were each drawn apart from every
 excerpt looked at before and labelled by reading the novel around them before the labeler ran on them;
 each was held out until its first measurement, after which the errors of the first three were read and
 rules written from them (``rules-v3``), then those of ``check4`` and ``check5`` (``rules-v4``), then
@@ -37,7 +37,9 @@ those of ``check6`` (``rules-v5``), of ``check7`` (``rules-v6``), of ``check8`` 
 and ``check14`` (the latter 500 characters or more from every earlier excerpt) were drawn after that
 rule change and measured once, and their errors and those of ``check11`` and ``check12`` gave
 ``rules-v12``; ``check15`` (500 characters or more away too) was drawn and labelled before those rules
-were written and measured once after them (the README's "Measured" table gives the numbers). Excerpts
+were written and measured once after them, and its errors gave ``rules-v13``, before which ``check16``
+(500 characters or more from every earlier excerpt, ``check15`` included) was drawn and labelled in
+the same way (the README's "Measured" table gives the numbers). Excerpts
 were picked by text alone (a tag with a descriptor, no subject, two names, a name with words after it),
 never by what the labeler answered.
 """
