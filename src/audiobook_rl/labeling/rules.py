@@ -68,11 +68,13 @@ _JOINED = re.compile("^(?:、|和|与|并|及|同)([\u4e00-\u9fff]{0,4})$")
 _GATHERING = re.compile("会集|聚集|召集|唤集|宣召|请集")
 _UNNAMED_GROUP = re.compile("[两二三](?:个|人|位)")
 _KIN_GROUPS = ("弟兄两个", "夫妻两个")
+# The person nouns of two characters or more, longest first, as one regex alternation.
+_LONG_NOUNS = "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
 # All at once (都道, 齐声叫道, 一齐喊道), and a group a sentence brings in (叫众庄客, 救得两个公人).
 _TOGETHER = re.compile("都|齐声|一齐|齐齐")
 _GROUP_OBJECT = re.compile(
     "(众|群|[一二两三四五六七八九十几数百千]+(?:个|名|位|员))([\u4e00-\u9fff]{0,3}?(?:"
-    + "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
+    + _LONG_NOUNS
     + "|臣))"
 )
 _QUOTED = re.compile("“[^”]*”?")
@@ -98,7 +100,7 @@ _STORY_TURN = re.compile(r"(?:再说|却说|且说|话说|只说)$")  # the narr
 # left out (石秀兀自把木鱼敲响那和尚悄悄喝道): the nearer one speaks, unless a verb makes it an object.
 _INNER_DESCRIPTOR = re.compile(
     "(?:那|这)(?:个)?[\u4e00-\u9fff]{0,3}?("
-    + "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
+    + _LONG_NOUNS
     + ")[\u4e00-\u9fff]{0,4}?(?:道|说|问|叫|喝|骂)[：:，,]?$"
 )
 _OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推")
@@ -610,15 +612,11 @@ def _counted_group(word: str, state: _State, reach: int = 600) -> str | None:
     k = bisect.bisect_right(story.chapters, state.pos) - 1
     begin = max(story.chapters[k] if k >= 0 else 0, state.pos - reach)
     text = _QUOTED.sub("。", story.text[begin : state.pos])
-    groups: list[list] = []
-    for match in story.names.names_in(text):
-        gap = text[groups[-1][-1].end() : match.start()] if groups else ""
-        joined = _JOINED.match(gap)
-        nickname = joined and joined.group(1)
-        if joined and (not nickname or story.text.count(nickname + match.group()) >= 2):
-            groups[-1].append(match)
-        else:
-            groups.append([match])
+    def joined(gap: str, name: str) -> bool:
+        match = _JOINED.match(gap)  # (a nickname between: one the novel puts before that name)
+        return bool(match) and (not match.group(1) or story.text.count(match.group(1) + name) >= 2)
+
+    groups = _name_runs(text, story.names, joined)
     whole = [g for g in groups if text[g[0].start() - 1 : g[0].start()] not in ("、", "")]  # (not cut by the window)
     found = next((g for g in reversed(whole) if len(g) == count), None)
     if not found or any(common_noun(m.group()) for m in found) or len({m.group() for m in found}) < count:
@@ -626,14 +624,21 @@ def _counted_group(word: str, state: _State, reach: int = 600) -> str | None:
     return "、".join(m.group() for m in found)
 
 
+def _name_runs(text: str, lexicon: Lexicon, joined) -> list[list]:
+    """The known names in ``text`` in runs: a name joins the run before it when ``joined(gap, name)``
+    holds for the text between them."""
+    runs: list[list] = []
+    for match in lexicon.names_in(text):
+        if runs and joined(text[runs[-1][-1].end() : match.start()], match.group()):
+            runs[-1].append(match)
+        else:
+            runs.append([match])
+    return runs
+
+
 def _last_group(text: str, lexicon: Lexicon) -> str | None:
     """The last names in ``text`` joined by 、 (唤到管营、差拨 → 管营、差拨)."""
-    groups: list[list] = []
-    for match in lexicon.names_in(text):
-        if groups and text[groups[-1][-1].end() : match.start()] == "、":
-            groups[-1].append(match)
-        else:
-            groups.append([match])
+    groups = _name_runs(text, lexicon, lambda gap, name: gap == "、")
     last = next((g for g in reversed(groups) if len(g) > 1), None)
     return "、".join(m.group() for m in last) if last else None
 
