@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v13" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v14" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -655,3 +655,34 @@ def test_rules_v13_a_bare_report_before_a_surname_and_that_before_any_known_name
     assert said("　　李逵撇下银子。那小张乙得知李逵从来赌直，便道：“大哥且歇这一博。”") == ["小张乙"]
     # Whom one takes by the arm is no title and name: the one who does it speaks, not 宋江.
     assert "宋江" not in said("　　宋江伏于地下。有一人来搀宋江，口称：“将军请起。”")
+
+
+def test_rules_v14_a_document_read_out_is_the_narrators():
+    said = partial(speakers, lexicon=Lexicon(names={"黄信", "梁中书", "李逵", "宋江"}))
+    # What a notice, a report or a letter says is read, not spoken (榜文，上说 / 看了申状 / 书中说).
+    assert said("　　看见门上新挂一道库司榜文，上说：“仰委管菜园。”") == []
+    assert said("　　知府连夜升厅，看了黄信申状：“反了花荣。”") == []
+    assert said("　　田虎拆开申文。书中说：“宋兵势大。”") == []
+    # A name that ends like a document (梁中书, 黄信), or a reader who then speaks, still speaks.
+    assert said("　　梁中书道：“你去。”") == ["梁中书"]
+    assert said("　　黄信道：“好。”") == ["黄信"]
+    assert said("　　李逵看了宋江书信，便道：“哥哥叫我去。”") == ["李逵"]
+
+
+def test_rules_v14_a_surname_that_also_opens_a_person_noun():
+    # 童 is a surname: a name the novel tags once, right before the verb, is learnt (童猛) …
+    novel = "　　童猛道：“城里并无些动静。”\n　　只见两个青衣童子，径到厨边，举口道：“娘娘有请。”\n"
+    lexicon = build_lexicon(novel)
+    assert "童猛" in lexicon.names
+    assert speakers("　　小喽啰都伏在舱里。只见童猛回船来报道：“城里并无些动静。”", lexicon) == ["童猛"]
+    # … but 童子 stays a person noun, as 马军 and 道童 do.
+    assert speakers("　　宋江躲在厨内。只见两个青衣童子，径到厨边，举口道：“娘娘有请。”", lexicon) == ["青衣童子"]
+
+
+def test_rules_v14_an_epithet_the_novel_often_puts_before_a_name():
+    text = "金钱豹子汤隆。" * 3
+    before = "　　宋江与众又商议破连环马之策。正无良法，只见金钱豹子汤隆起身道：“小子愿献一计。”"
+    # A nickname of up to four characters that the novel writes before the name three times or more.
+    assert speakers(before, Lexicon(names={"汤隆", "宋江"}, text=text)) == ["汤隆"]
+    # Not where the novel does not: the words before the name may be anything.
+    assert speakers(before, Lexicon(names={"汤隆", "宋江"}, text="汤隆。" * 3)) != ["汤隆"]

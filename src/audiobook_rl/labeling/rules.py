@@ -54,7 +54,9 @@ _HEARD = re.compile(r"(?<=.)(?:听得|听见|听的)")
 _WRITTEN = re.compile(
     r"(?:(?:写着|写道|写的|写得|上写|上书|大书|题着|题道|刻着|书着)[\u4e00-\u9fff]{0,4}?(?:分明|明白|字)?道?"
     r"|大字道|小字道|字道|[》图书榜牌碑旗匾]上道|诗曰|诗云|词曰|正是|有诗为证|常言道|俗语道|自古道|古人道"
-    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道|书道云|字[，,]?道是)[：:，,]?$"
+    r"|唤做|叫做|名唤|号为|称为|招做|都做|写做|(?<!中)书道|书道云|字[，,]?道是"
+    r"|(?:文|状|书|信|帖|榜|告示)[，,]?[上中内尾](?:说|写|云)道?"
+    r"|(?:看|读|念|开读|拆开|看罢)了?[^，,。：:]{0,6}(?:申状|文书|公文|书信|家书|书札|帖子|状子|表文|诏书|圣旨|来书|回书|榜文|告示))[：:，,]?$"
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
@@ -205,7 +207,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v13"
+    model = "rules-v14"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):

@@ -150,7 +150,7 @@ SURNAMES = set(
     "狄米贝臧戴宋茅庞熊纪舒屈项祝董梁杜阮蓝闵席季麻贾娄颜郭梅林刁钟徐邱骆高夏蔡田樊胡凌霍虞万柯"
     "管卢莫裘缪解宣邓郁单杭洪包左石崔吉钮龚程嵇邢裴陆荣翁荀甄芮储靳段富焦巴侯全班仲伊宁仇栾"
     "甘厉武符刘詹龙叶黎蓟宿白蒲邰鄂索赖卓蔺屠蒙乔胥翟谭姬申冉郦雍濮牛寿扈燕冀浦柴瞿阎慕茹艾"
-    "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏安余"
+    "容向易廖庾衡耿寇阙欧聂晁辛阚饶曾沙鞠关蒯荆游竺桓丘闻晏安余童"
 )
 COMPOUND_SURNAMES = (
     "欧阳", "公孙", "呼延", "慕容", "司马", "上官", "诸葛", "皇甫", "尉迟", "东方", "令狐", "宇文", "长孙", "独孤",
@@ -416,7 +416,7 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
         nickname = nickname and not _head_prefix(gap)  # (县官念武松是个…: a person and a verb, then whom he thinks of)
         # A two-character nickname only where the novel often puts it before the name (浪子燕青,
         # 神医安道全使人回话道: in the verb's clause too, where a verb may stand before a name).
-        often = len(gap) == 2 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3
+        often = 2 <= len(gap) <= 4 and loose in names.names and getattr(names, "text", "").count(gap + loose) >= 3
         titled = loose if loose and ((first and after[:1] in _AFTER_SUBJECT) or nickname or often) else None
     if titled:
         return titled
@@ -702,7 +702,7 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
 def common_noun(word: str) -> bool:
     """A person noun that a name list may hold but that names nobody (官人, 头领, 老都管), unlike a
     name that ends like one (王婆, 武行者, 宿太尉)."""
-    return word.endswith(PERSON_HEADS) and not is_surname(word)
+    return word.endswith(PERSON_HEADS) and (not is_surname(word) or word in PERSON_HEADS)
 
 
 def _holds_name(word: str, names: Names) -> bool:
