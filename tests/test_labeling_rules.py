@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v14" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v15" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -686,3 +686,55 @@ def test_rules_v14_an_epithet_the_novel_often_puts_before_a_name():
     assert speakers(before, Lexicon(names={"汤隆", "宋江"}, text=text)) == ["汤隆"]
     # Not where the novel does not: the words before the name may be anything.
     assert speakers(before, Lexicon(names={"汤隆", "宋江"}, text="汤隆。" * 3)) != ["汤隆"]
+
+
+# rules-v15: a novel whose people go by given names (红楼梦: 宝玉, 袭人, 凤姐), read with the same rules.
+HONGLOU = "".join(
+    f"　　{name}道：“是。”{name}笑道：“好。”\n"
+    for name in ("宝玉", "黛玉", "袭人", "凤姐", "贾琏", "宝钗", "贾母", "王夫人", "贾蔷", "赖大", "周瑞", "平儿", "林之孝")
+) + "　　因又问道：“谁？”想了一想，笑道：“有了。”又向宝玉道：“去罢。”向贾母道：“是。”见凤姐道：“来了。”\n" * 3 + (
+    "　　后来说道：“罢了。”自己说道：“罢了。”\n" * 3
+)
+
+
+def test_rules_v15_words_before_a_verb_are_no_names_in_a_novel_of_given_names():
+    lexicon = build_lexicon(HONGLOU)
+    assert {"宝玉", "袭人", "凤姐", "王夫人"} <= lexicon.names
+    # A word with no surname stops at a function word (因又, 想了), a listener marker or 见 before a
+    # known name is no name (向宝玉, 向贾 of 向贾母道, 见凤姐), and neither are 后来 and 自己 …
+    assert not {"因又", "想了", "向宝玉", "向贾", "见凤姐", "后来", "自己"} & lexicon.names
+    # … while a surname before a given name is the full name.
+    assert "贾宝玉" in build_lexicon(HONGLOU + "　　贾宝玉道：“是。”贾宝玉笑道：“好。”\n").names
+    said = partial(speakers, lexicon=lexicon)
+    assert said("　　宝玉进来。宝钗想了一想，笑道：“有了。”") == ["宝钗"]
+    assert said("　　宝钗看着袭人。因又问道：“谁来了？”") == ["宝钗"]
+    assert said("　　一时宝钗凤姐去了，黛玉向宝玉道：“你去。”") == ["黛玉"]
+
+
+def test_rules_v15_a_wife_named_for_her_husband_and_names_run_together():
+    said = partial(speakers, lexicon=build_lexicon(HONGLOU))
+    # 周瑞家的 is 周瑞's wife: she speaks, not he.
+    assert said("　　刘姥姥见了平儿，只见周瑞家的说：“他是平姑娘。”") == ["周瑞家的"]
+    # Known names with no 、 between them speak together …
+    assert said("　　宝玉哭倒在炕上。唬得宝钗袭人都来扶起，说：“快别这样。”") == ["宝钗、袭人"]
+    assert said("　　贾母王夫人听了喜欢，便说：“好。”") == ["贾母、王夫人"]
+    # … but not a name and a person noun or kin (空空道人 is one 道人, 刘知寨老婆 his wife).
+    lexicon = Lexicon(names={"空空", "道人", "刘知寨", "老婆"})
+    assert speakers("　　空空道人道：“好。”", lexicon) != ["空空、道人"]
+    assert speakers("　　刘知寨老婆道：“好。”", lexicon) != ["刘知寨、老婆"]
+
+
+def test_rules_v15_lead_words_manner_listeners_and_whom_one_tells():
+    said = partial(speakers, lexicon=build_lexicon(HONGLOU))
+    # 这里, 因此, 偏 and 一时 open a clause, the subject follows.
+    assert said("　　贾琏去了。这里贾蔷也问道：“怎样？”") == ["贾蔷"]
+    assert said("　　平儿去了。因此贾蔷说道：“来了。”") == ["贾蔷"]
+    assert said("　　凤姐坐着。偏这贾琏又说：“来了。”") == ["贾琏"]
+    # How one speaks (悄悄的, 不禁的) is nobody; the one the sentence is about speaks.
+    assert said("　　袭人恐惊动了宝玉，只向他摇手儿。忙悄悄的笑道：“睡罢。”") == ["袭人"]
+    assert said("　　宝玉略一抬头，便不禁的说道：“妹妹。”") == ["宝玉"]
+    # Whom one reports to (回凤姐) and whom one tells (告诉赖大) are listeners.
+    assert said("　　一时只见林之孝家的进来，悄回凤姐道：“来了。”") == ["林之孝家的"]
+    assert said("　　贾琏一一答应了。出去告诉赖大，说：“你快办去罢。”") == ["贾琏"]
+    # A place that a relative clause goes on from stays with the noun: 门上的人, not 的人.
+    assert said("　　贾政叫门上的人来问。门上的人道：“奴才不敢说。”") == ["门上的人"]

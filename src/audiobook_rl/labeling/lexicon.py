@@ -12,7 +12,17 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .subjects import COMPOUND_SURNAMES, LISTENER_MARKERS, PERSON_HEADS, STOP, candidate, name_shaped, strip_lead
+from .subjects import (
+    COMPOUND_SURNAMES,
+    LISTENER_MARKERS,
+    NOT_NAMES,
+    PERSON_HEADS,
+    STOP,
+    candidate,
+    common_noun,
+    name_shaped,
+    strip_lead,
+)
 
 _LONG_HEADS = tuple(h for h in PERSON_HEADS if len(h) > 1)
 
@@ -118,6 +128,7 @@ def build_lexicon(text: str, *, min_count: int = 2) -> Lexicon:
     lexicon = Lexicon(names=names, text=text)
     lexicon._counts.update(times)
     lexicon.names |= _listed(lexicon)
+    lexicon.names -= {w for w in lexicon.names if w in NOT_NAMES or _before_a_name(w, lexicon.names)}
     for pattern in ALIAS_PATTERNS:
         for match in pattern.finditer(text):
             first, second = match.group(1), match.group(2)
@@ -189,6 +200,22 @@ def _trimmed(word: str, text: str, counts: dict) -> str:
         if count(shorter) >= max(3, 3 * times):
             return shorter
     return word
+
+
+_BEFORE_NAMES = LISTENER_MARKERS | set("见里")
+
+
+def _before_a_name(word: str, names: set[str]) -> bool:
+    """A listener marker, 见 or 里 before a known name (向宝玉, 见凤姐, 屋里贾母; 向贾 of 向贾母道): the
+    word before a listener or a subject, no name."""
+    rest = word[1:]
+    if common_noun(word) or word[0] not in _BEFORE_NAMES:
+        return False
+    return any(
+        rest.startswith(n) or (len(n) > len(rest) and n.startswith(rest))
+        for n in names
+        if len(n) >= 2 and n != word
+    )
 
 
 def _proper_parts(word: str):

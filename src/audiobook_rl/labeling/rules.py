@@ -36,6 +36,7 @@ from .subjects import (
     STOP,
     common_noun,
     is_surname,
+    kin_word,
     name_before_verb,
     name_shaped,
     names_at_start,
@@ -207,7 +208,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v14"
+    model = "rules-v15"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -317,6 +318,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             state.after_quote = state.last_was_quote = False
             continue
         speaker, tag = _speaker(before, after, lexicon, state)
+        speaker = _unjoined(speaker, lexicon)
         if speaker == UNKNOWN_SPEAKER:
             speaker = _named_after(after, lexicon)
         if speaker == UNKNOWN_SPEAKER:
@@ -345,6 +347,23 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         tone, intensity = _tone(tag, text)
         segments.append(Segment(speaker, text, tone, intensity, _delay(text)))
     return segments
+
+
+def _unjoined(speaker: str, lexicon: Lexicon) -> str:
+    """Names the text runs together with no 、 (宝钗袭人都来扶起, 贾母众人听了) as a group: a word no
+    list knows made only of two or more known names of different people, none a person noun or kin
+    (空空道人 is one 道人, 刘知寨老婆 his wife)."""
+    if speaker in lexicon.names or "、" in speaker:
+        return speaker
+    parts, i = [], 0
+    while i < len(speaker) and (part := lexicon.name_at(speaker, i)):
+        parts.append(part)
+        i += len(part)
+    people = {lexicon.canonical(p) for p in parts}
+    nouns = any(p in PERSON_HEADS or kin_word(p) for p in parts)
+    if i < len(speaker) or len(parts) < 2 or len(people) < len(parts) or nouns:
+        return speaker
+    return "、".join(parts)
 
 
 def _proper(speaker: str, lexicon: Lexicon) -> bool:

@@ -24,6 +24,10 @@ STOP = set(
 _VERBS_AFTER_NAME = ("大怒", "大喜", "大惊", "大笑", "大叫", "大骂", "大哭", "大喝", "大呼", "谢道", "谢了")
 # Within the first two characters only a speech verb ends a name: 林冲道 is 林冲, 向秀说 is 向秀.
 _EARLY_STOP = set("道说曰问笑喝叫骂叹报禀")
+# Function words and verbs that no given name holds in its first two characters (因又, 见他, 接着,
+# 自己): the words before a verb in a tag whose subject was left out.
+_NOT_IN_GIVEN_NAMES = set("的着想见对与跟朝自抱坐接抬低走不才又便也却只就因刚已毕完要此往及话无底半唱口许")
+_NOT_SECOND_IN_NAMES = _NOT_IN_GIVEN_NAMES | {"了"}  # (想了, 坐了; but a monk's name may open with it: 了尘)
 _SPEECH_AFTER = ("应道", "答道", "说道", "问道", "便道", "又道", "笑道", "喝道", "叫道")
 # After these a word is a subject even when no name list knows it (王观察又捉了… → 王观察).
 _AFTER_SUBJECT = set("又便却也都就只才已正仍还再先亦乃遂听见看自把")
@@ -36,14 +40,14 @@ LEAD_WORDS = (
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
     "这边", "那边", "两边", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好", "已自",
-    "吓得", "惊得", "唬得", "諕得", "慌得", "吓的", "惊的", "唬的", "慌的",
-    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先",
+    "吓得", "惊得", "唬得", "諕得", "慌得", "吓的", "惊的", "唬的", "慌的", "这里", "因此", "一时",
+    "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先", "因", "偏",
 )  # fmt: skip
 _STORY_TURNS = ("且说", "却说", "话说", "再说", "只说")  # the narrator's "now": what follows is whom he turns to
 # Any run of lead words that leaves something after it.
 _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
-LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻")
+LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻回")
 # Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
 ADDRESS_VERBS = (
     "分付", "吩咐", "嘱咐", "嘱付", "申复", "禀复", "回复", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
@@ -85,6 +89,8 @@ NOT_NAMES = {
     "听罢", "见了", "看了", "点头", "寻思", "回来", "回话", "转念", "回身", "用手", "认得", "看时", "拜罢", "拜舞",
     "天明", "天晚", "这里", "那里", "船上", "背后", "次后", "约莫", "少顷", "自古", "连忙", "为头", "一头", "一日",
     "两字", "数中", "人应", "人指", "张得", "不多时", "没多时", "无移时", "临出门", "见没人", "搭上箭", "看看天色",
+    "后来", "许多", "主意", "好容易", "外头", "里头", "上头", "门上", "旁边", "傍边", "底下", "自己", "半天", "半晌",
+    "无奈", "接着",
 }  # fmt: skip
 _TIME_PHRASE = re.compile(r"(?:时|间|罢|时分|日)$|^(?:酒至|正在|第)")
 _LOCATIVE = set("里上中前后边外内下面处")
@@ -113,7 +119,7 @@ _SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of ap
 _THERE = re.compile(f"^[^，,。]{{1,5}}?[{''.join(sorted(_LOCATIVE))}](?:却|又|也|早|只)?有")  # 随军内却有公孙胜
 _COURT_VERB = re.compile("^(?:出班|上前|向前)?(?:启奏|奏|禀|告)(?:道|曰|说)[：:，,]?$")  # (after a title: 左丞相娄敏中出班启奏道)
 _TAKES_OBJECT = set("怕恐等寻杀打拿捉赶骂")  # verbs before a descriptor that make it their object
-_VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送邀")  # verbs that take a name as object
+_VERB_CHARS = set("认得知晓识拿捉杀打请拜使差令教随跟引领带遇逢迎送邀诉咐")  # verbs that take a name as object
 _NUMBERED_PAIR = re.compile(r"([\u4e00-\u9fff][一二三四五六七八九十])、([\u4e00-\u9fff][一二三四五六七八九十])(?![\u4e00-\u9fff]?[、和])")
 _UNKNOWN_GROUP = re.compile(r"([\u4e00-\u9fff]{2,3}?)、([\u4e00-\u9fff]{2,3}?)(?=[\u4e00-\u9fff]{0,3}?(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$)")
 _KIN = set("娘爹妈")  # one character that names a speaker on its own (娘道：“…”)
@@ -123,8 +129,9 @@ _DEMONSTRATIVE_ALONE = re.compile("^([这那]个)(?:[便又也却])?(?:说|问|�
 _KIN_PAIR = re.compile("(?:父子|母子|父女|母女|叔侄|姑嫂|娘儿|爷儿|公婆|兄妹|姊妹|姐妹)(?:两个|二人|两人|三个|三人|俩)")
 # The last character of a word for a person (小猴子, 小厮儿): after 只见 it is someone who comes in.
 _PERSON_END = set("子儿汉人婆娘公郎童")
-# Kin after a name: the kin is the person (雷横娘, 雷横的母亲), unless the name goes on.
-_KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹)(?![\u4e00-\u9fff]?[子儿])")
+# Kin after a name: the kin is the person (雷横娘, 雷横的母亲; his wife: 周瑞家的, 旺儿媳妇), unless
+# the name goes on.
+_KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹|家的|媳妇儿?)(?![\u4e00-\u9fff]?[子儿])")
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
 _APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上", "钻出")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
@@ -223,10 +230,15 @@ def _opener(clause: str, pos: int = 0) -> str:
 
 
 def _span(text: str, limit: int = 4, title: bool = False) -> str:
-    """The start of ``text`` up to a stop character (``title``: 将 may end a title, 先锋将韩滔)."""
+    """The start of ``text`` up to a stop character (``title``: 将 may end a title, 先锋将韩滔).
+
+    Within the first two characters only a speech verb stops it (向秀说 is 向秀), or, in a word that
+    does not open with a surname (宝玉, 行者), a word no given name holds (因又问道, 想了一想, 正要:
+    no name at all)."""
     i = 0
+    early = (_EARLY_STOP,) * 2 if is_surname(text) else (_EARLY_STOP | _NOT_IN_GIVEN_NAMES, _EARLY_STOP | _NOT_SECOND_IN_NAMES)
     while i < len(text) and i < limit and _CJK.match(text[i]):
-        stop = (text[i] in (_EARLY_STOP if i < 2 else STOP) and not _inner_verb(text, i)) or _strong_verb(text, i)
+        stop = (text[i] in (early[i] if i < 2 else STOP) and not _inner_verb(text, i)) or _strong_verb(text, i)
         if stop and not (title and (text[i] == "将" or text.startswith(_LONG_HEADS, i))):
             break  # (兵马都监闻达: 都 begins a title there)
         i += 1
@@ -239,9 +251,9 @@ def _strong_verb(text: str, i: int) -> bool:
 
 
 def _inner_verb(text: str, i: int) -> bool:
+    """道 or 说 second in a name, with the name going on after it (乔道清道 is 乔道清)."""
     if i == 1 and text[i] == "道" and (text[i + 1 : i + 2] == "道" or text.startswith(_SPEECH_AFTER, i + 1)):
         return True  # 胡道应道: the name ends in 道, the verb follows
-    """道 or 说 second in a name, with the name going on after it (乔道清道 is 乔道清)."""
     return i == 1 and text[i] in "道说" and i + 2 < len(text) and _CJK.match(text[i + 1]) is not None and text[i + 1] not in STOP
 
 
@@ -389,6 +401,8 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     if pair and all(name_shaped(w) for w in pair.groups()):
         return "、".join(pair.groups())  # 刘二、刘三管待解珍、解宝 (brothers named by their rank)
     nominal = re.match(f"有?([\u4e00-\u9fff]{{2,3}}的)(?=[{''.join(sorted(_EARLY_STOP))}]|[便又也却][\u4e00-\u9fff]?[道说问叫])", clause)
+    if nominal and _adverb(nominal.group(1)[:-1]):
+        nominal = None  # 悄悄的说道, 不禁的说道: how it is said, not who says it
     if verb_clause and nominal and clause[0] not in "那这" + _ASKING and not clause.startswith(PRONOUNS) and not names.name_at(clause, 0):
         return nominal.group(1)  # 把门的问道, 卖酒的便道: the one who does it (把 is no listener here); 有认得的喝道
     if (clause[0] in LISTENER_MARKERS and names.name_at(clause, 1)) or _addressed(clause):
@@ -435,6 +449,11 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     if confirmed and introduced and len(word) >= 2 and word[-1] in _PERSON_END and _plausible(word) and word[0] not in "那这":
         return word  # 只见小猴子叫道: someone the lists do not know comes in and speaks
     return None
+
+
+def _adverb(word: str) -> bool:
+    """Words of manner before 的 (悄悄, 笑嘻嘻, 不禁, 不住): a doubled character or a negation."""
+    return word[:1] == "不" or any(a == b for a, b in zip(word, word[1:]))
 
 
 def _after_names(word: str, names: Names) -> bool:
@@ -532,7 +551,7 @@ def _shortened(descriptor: str, names: Names) -> str:
     """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保, 船梢公 → 梢公); one whose
     noun is a known word keeps only that (十五六岁的店小二 → 店小二)."""
     for i in range(len(descriptor) - 2, 0, -1):
-        if descriptor[i] in _LOCATIVE and descriptor[i + 1 :].endswith(PERSON_HEADS) and len(descriptor) - i > 2:
+        if descriptor[i] in _LOCATIVE and descriptor[i + 1 : i + 2] != "的" and descriptor[i + 1 :].endswith(PERSON_HEADS) and len(descriptor) - i > 2:  # (门上的人 stays)
             descriptor = descriptor[i + 1 :]
             break
     noun = _noun(descriptor) if descriptor.endswith(PERSON_HEADS) else ""
@@ -607,7 +626,7 @@ def _descriptor(
         if opener and opener[-1] in _NUMERAL and rest[:1] == "将":
             return opener + "将"  # 身边一将指道
         nominal = rest.find("的", 1, 5)
-        if (opener or (first and not start)) and not head and nominal > 0:
+        if (opener or (first and not start)) and not head and nominal > 0 and not _adverb(rest[:nominal]):
             after = rest[nominal + 1 :]
             if nominal >= 2 and (after[:1] in _EARLY_STOP or (not opener and after[:1] in _MOVING)):  # (打鱼的回来报道)
                 return rest[: nominal + 1]  # 那挑酒的道 → 挑酒的
@@ -697,6 +716,11 @@ def _titled_name(clause: str, names: Names, strict: bool = True) -> str | None:
         if name and (word[i - 1] in _TITLE_ENDS or (not strict and is_surname(name))) and not any(ch in STOP - {"将"} for ch in word[:i]):
             return name  # (a loose title stands before a surname: not 那渔人倚定小船)
     return None
+
+
+def kin_word(word: str) -> bool:
+    """A word for someone's kin (老婆, 母亲, 家的): after a name it is that person's kin, not another."""
+    return bool(_KIN_AFTER.fullmatch(word))
 
 
 def common_noun(word: str) -> bool:
