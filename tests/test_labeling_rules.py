@@ -104,7 +104,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v15" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v16" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -738,3 +738,29 @@ def test_rules_v15_lead_words_manner_listeners_and_whom_one_tells():
     assert said("　　贾琏一一答应了。出去告诉赖大，说：“你快办去罢。”") == ["贾琏"]
     # A place that a relative clause goes on from stays with the noun: 门上的人, not 的人.
     assert said("　　贾政叫门上的人来问。门上的人道：“奴才不敢说。”") == ["门上的人"]
+
+
+# rules-v16: 西游记, whose people go by names that open with a number (三藏, 八戒) and whose
+# monsters are 那怪.
+XIYOU = "".join(
+    f"　　{name}道：“是。”{name}笑道：“好。”\n" for name in ("三藏", "八戒", "行者", "沙僧", "唐僧", "妖精")
+) + "　　一面说道：“走。”三人道：“走。”又思量道：“走。”上前躬身道：“是。”\n" * 3
+
+
+def test_rules_v16_names_that_open_with_a_number_and_monsters():
+    lexicon = build_lexicon(XIYOU)
+    # A number before a name-like word is part of the name (三藏, 八戒), not before a count or a
+    # phrase (一面, 三人).
+    assert {"三藏", "八戒"} <= lexicon.names
+    assert not {"一面", "三人", "思量", "上前"} & lexicon.names
+    said = partial(speakers, lexicon=lexicon)
+    assert said("　　行者就要进去，三藏道：“悟空，且慢。”") == ["三藏"]
+    assert said("　　沙僧歇了担子，八戒牵了马匹道：“好热。”") == ["八戒"]
+    # 那怪 is the monster of the scene; 嗔怪 (to blame) is a verb.
+    assert said("　　行者举棒就打。那怪惊道：“你是那里来的？”") == ["那怪"]
+    assert said("　　八戒睡着。行者嗔怪道：“呆子！”") == ["行者"]
+    # Whom one holds is no descriptor ending in 僧: the one holding speaks.
+    assert said("　　妖精战战兢兢，搂住唐僧道：“长老救我！”") == ["妖精"]
+    # 思量 and 上前 are what the subject does, not who speaks.
+    assert said("　　八戒走了。行者看了一会，又思量道：“这呆子去了。”") == ["行者"]
+    assert said("　　行者跳下树来，上前躬身道：“仙童。”") == ["行者"]

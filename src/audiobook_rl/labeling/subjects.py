@@ -26,7 +26,7 @@ _VERBS_AFTER_NAME = ("大怒", "大喜", "大惊", "大笑", "大叫", "大骂",
 _EARLY_STOP = set("道说曰问笑喝叫骂叹报禀")
 # Function words and verbs that no given name holds in its first two characters (因又, 见他, 接着,
 # 自己): the words before a verb in a tag whose subject was left out.
-_NOT_IN_GIVEN_NAMES = set("的着想见对与跟朝自抱坐接抬低走不才又便也却只就因刚已毕完要此往及话无底半唱口许")
+_NOT_IN_GIVEN_NAMES = set("的着想思见对与跟朝自抱坐接抬低走不才又便也却只就因刚已毕完要此往及话无底半唱口许")
 _NOT_SECOND_IN_NAMES = _NOT_IN_GIVEN_NAMES | {"了"}  # (想了, 坐了; but a monk's name may open with it: 了尘)
 _SPEECH_AFTER = ("应道", "答道", "说道", "问道", "便道", "又道", "笑道", "喝道", "叫道")
 # After these a word is a subject even when no name list knows it (王观察又捉了… → 王观察).
@@ -65,6 +65,8 @@ COLLECTIVES = (
 _OPENER = re.compile(r"(?:有|那|这)?(?:[一二三四五六七八九十两几数百千]+[余来多]?(?:个|名|位|员|条|对|起|伙|群|队|班|彪|簇|枝|支|筹|家|行)?|个|位|伙|些)?")
 _NUMERAL = "一二三四五六七八九十两几数百千"
 _OPENER_FIRST = set("有那这个位伙些" + _NUMERAL)
+# After a number, what makes it a count or a phrase (一个, 三人, 一面, 一齐, 两下), not a name (三藏, 八戒).
+_COUNTING = set(_NUMERAL + "个名位员条对起伙群队班彪簇枝支筹家行人面齐同时直发路边下般样些声片阵连旁心口头手身日年月夜更次回遍把匹只件句言语话字")
 # Nouns for people: a descriptor ends with one of them (那个壮士穿一身红 → 壮士).
 PERSON_HEADS = (
     "汉子", "大汉", "壮士", "妇人", "女子", "婆子", "婆娘", "婆婆", "老儿", "老子", "老汉", "老人", "后生", "和尚",
@@ -81,8 +83,10 @@ PERSON_HEADS = (
     # Every title the story binds to a name (story.TITLES) and every head of its kinds is a person noun.
     "大官人", "团练", "知寨", "枢密", "统制", "押司", "院长", "真人", "郡主", "参谋", "太师", "妇女", "老婆子", "阇黎",
     "长汉", "汉", "厮", "人",
-    "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使",
+    "者", "官", "吏", "卒", "兵", "僧", "童", "女", "婆", "保", "客", "士", "使", "妖", "魔",
 )  # fmt: skip
+# A noun for a person only when it stands alone after a demonstrative (那怪道; not 嗔怪, 怪事).
+_ALONE_HEADS = set("怪")
 # Words that start tag clauses often enough to look like names, but never are.
 NOT_NAMES = {
     "起身", "出来", "原来", "后面", "前面", "外面", "里面", "口里", "心里", "便是", "正是", "如今", "回头", "说罢",
@@ -90,7 +94,7 @@ NOT_NAMES = {
     "天明", "天晚", "这里", "那里", "船上", "背后", "次后", "约莫", "少顷", "自古", "连忙", "为头", "一头", "一日",
     "两字", "数中", "人应", "人指", "张得", "不多时", "没多时", "无移时", "临出门", "见没人", "搭上箭", "看看天色",
     "后来", "许多", "主意", "好容易", "外头", "里头", "上头", "门上", "旁边", "傍边", "底下", "自己", "半天", "半晌",
-    "无奈", "接着",
+    "无奈", "接着", "上前", "应声",
 }  # fmt: skip
 _TIME_PHRASE = re.compile(r"(?:时|间|罢|时分|日)$|^(?:酒至|正在|第)")
 _LOCATIVE = set("里上中前后边外内下面处")
@@ -135,7 +139,7 @@ _KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
 _APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上", "钻出")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
-_HEAD_SET = set(PERSON_HEADS)
+_HEAD_SET = set(PERSON_HEADS) | _ALONE_HEADS
 _HEAD_SIZES = sorted({len(h) for h in PERSON_HEADS}, reverse=True)
 
 
@@ -260,7 +264,7 @@ def _inner_verb(text: str, i: int) -> bool:
 def _plausible(word: str) -> bool:
     return (
         len(word) >= 2
-        and (word[0] not in _NUMERAL or word[1] in SURNAMES)  # (三阮: the three Ruan brothers)
+        and (word[0] not in _NUMERAL or word[1] in SURNAMES or word[1] not in _COUNTING)  # (三阮: the three Ruan brothers; 三藏, 八戒: names)
         and not (len(word) > 2 and word[0] == word[1])  # 看看天色, 慢慢地: adverbs (but 娘娘, 哥哥)
         and not (len(word) > 2 and word[-1] in "里中上下边处")  # 班部丛中: a place (but 小衙内)
         and word not in NOT_NAMES
@@ -537,7 +541,7 @@ def _head_prefix(text: str, limit: int = 8) -> str | None:
     for i, ch in enumerate(text[:limit]):
         if not _CJK.match(ch) or (ch in STOP and ch not in _HEAD_CHARS and ch != "的") or (end and i >= end + 2) or (i and ch == "有"):
             break  # (a noun may grow by two characters: 汉 → 汉子, not 军士 → 军士们递相厮)
-        if text[: i + 1].endswith(PERSON_HEADS) and text[i + 1 : i + 2] != "马":
+        if (text[: i + 1].endswith(PERSON_HEADS) or (i == 0 and ch in _ALONE_HEADS)) and text[i + 1 : i + 2] != "马":
             end = i + 1  # (人马, 军马: a troop, not a person)
     if end == 2 and text[0] in SURNAMES and text[1] in _HEAD_CHARS and text[:2] not in _LONG_HEADS:
         return None  # 安士荣献计道: a surname and a character that may end a noun begin a name
@@ -618,6 +622,8 @@ def _descriptor(
             if opener:
                 return None  # 两拳打翻两个小喽啰: a verb phrase, and what follows it is its object
             head = None  # 神医安道全使人: a phrase that ends in 人, not a person (but 那些随从贼人)
+        if head and _held_name(head, names):
+            return None  # 搂住唐僧道: whom one holds or calls, not a descriptor that ends in 僧
         if head and (opener or before_verb or _plain_descriptor(head) or (introduced and not start) or acting or placed):
             if len(head) >= 2:
                 return _shortened(head, names) + ("们" if rest[len(head) : len(head) + 1] == "们" else "")
@@ -635,6 +641,17 @@ def _descriptor(
     if verb_clause and clause[:1] in _KIN and (_VERB_ONLY.match(clause[1:]) or clause[1:2] in _AFTER_SUBJECT | {"在"}):
         return clause[0]  # 娘道, 娘在背上说道
     return None
+
+
+_HOLDING = set("住着了唤叫请问对向与和同把将拿捉揪扯抱搂拉推")
+
+
+def _held_name(head: str, names: Names) -> bool:
+    """A known name that ends ``head`` right after a verb of holding or calling (搂住唐僧, 扯住行者)."""
+    return any(
+        head[i - 1] in _HOLDING and (name := names.name_at(head, i)) == head[i:] and not common_noun(name)
+        for i in range(2, len(head) - 1)
+    )
 
 
 def _appositive(text: str, names: Names) -> str | None:
