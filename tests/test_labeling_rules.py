@@ -8,6 +8,7 @@ from audiobook_rl.corpus import read_text, slice_text
 from audiobook_rl.labeling import label_slices
 from audiobook_rl.labeling.lexicon import Lexicon, build_lexicon
 from audiobook_rl.labeling.rules import UNKNOWN_SPEAKER, RuleLabeler
+from audiobook_rl.labeling.subjects import subject
 from audiobook_rl.script import NARRATOR, TONES, dumps, joined_content, parse_script, reading_text
 
 from helpers import STORY
@@ -104,7 +105,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v16" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v17" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -764,3 +765,43 @@ def test_rules_v16_names_that_open_with_a_number_and_monsters():
     # 思量 and 上前 are what the subject does, not who speaks.
     assert said("　　八戒走了。行者看了一会，又思量道：“这呆子去了。”") == ["行者"]
     assert said("　　行者跳下树来，上前躬身道：“仙童。”") == ["行者"]
+
+
+# rules-v17: classical prose that names people by one character before 曰 (三国演义), and a copy of
+# a novel that has lost its commas (隋唐演义).
+SANGUO = "".join(f"　　{name}曰：“是。”{name}笑曰：“善。”\n" * 2 for name in ("曹操", "陈宫", "吕布")) + (
+    "　　操曰：“可。”宫曰：“可。”布曰：“可。”\n" * 3
+)
+
+
+def test_rules_v17_one_character_of_a_given_name_before_yue():
+    said = partial(speakers, lexicon=build_lexicon(SANGUO))
+    # 操 stands for the 曹操 the text just spelled out, as 宫 for 陈宫, whatever comes before 曰.
+    assert said("　　曹操与陈宫同行。操大怒曰：“吾宁教我负天下人！”") == ["曹操"]
+    assert said("　　曹操与陈宫同行。宫大惊曰：“知而故杀，大不义也！”") == ["陈宫"]
+    # 奏曰 is a verb, not a name that ends in 奏.
+    assert said("　　曹操与陈宫同行。奏曰：“臣有一言。”") != ["班启奏"]
+    # A title, then names joined by 、 before 曰: never a name with the 、 in it (which broke the
+    # labeling of the whole novel).
+    assert subject("召副将薛兰、李封曰", Lexicon(names={"吕布"}), verb_clause=True) != "薛兰、"
+    assert all(s and "、" not in (s[0], s[-1]) for s in said("　　吕布召副将薛兰、李封曰：“吾欲用汝。”"))
+
+
+COMMALESS = "　　炀帝道：“是。”萧后道：“好。”梅妃道：“好。”玄宗道：“是。”\n" * 40
+
+
+def test_rules_v17_a_text_without_commas_splits_the_tag_at_the_last_subject():
+    said = partial(speakers, lexicon=build_lexicon(COMMALESS))
+    # With no comma left, the name nearest the verb that nothing takes as its object speaks …
+    assert said("　　炀帝念完萧后问道：“这是何人所作？”") == ["萧后"]
+    # … not a listener (敬与玄宗道) nor someone held or waited for.
+    assert said("　　梅妃斟上一杯敬与玄宗道：“陛下请饮。”") == ["梅妃"]
+    # Where commas stand, a name after a verb is its object and the subject speaks.
+    assert speakers("　　炀帝见了萧后，念完问道：“好么？”", build_lexicon(COMMALESS.replace("。", "，。"))) == ["炀帝"]
+
+
+def test_lexicon_count_is_remembered():
+    lexicon = build_lexicon(SANGUO)
+    assert lexicon.count("操曰") == SANGUO.count("操曰") == 5
+    lexicon.text = ""
+    assert lexicon.count("操曰") == 5  # (asked again, the first answer stands)

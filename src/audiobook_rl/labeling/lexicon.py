@@ -66,6 +66,12 @@ class Lexicon:
         longest start of it that the text uses as often on its own."""
         return _trimmed(word, self.text, self._counts)
 
+    def count(self, word: str) -> int:
+        """How often ``word`` stands in the text (remembered: the rules ask again and again)."""
+        if word not in self._counts:
+            self._counts[word] = self.text.count(word)
+        return self._counts[word]
+
     def canonical(self, name: str) -> str:
         return self.aliases.get(name, name)
 

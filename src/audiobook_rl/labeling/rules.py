@@ -63,6 +63,9 @@ _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
 # A given name alone before the verb, or before one word of manner (俊义喜道 → 卢俊义).
 _SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道|[喜怒惊叹哭急冷笑]道)[：:，,]?$")
+# One character of a given name before 曰, as classical prose names people (操曰, 布怒曰, 操谓宫曰):
+# where the text often writes that character before 曰, it stands for the full name that ends in it.
+_GIVEN_ALONE = re.compile(r"^([\u4e00-\u9fff])[\u4e00-\u9fff]{0,4}?曰[：:，,]?$")
 _ANSWER = re.compile(r"(?:答|应|回道|回答|回话|回言|回复|还言)")
 # 问 and whom it asks, to the end of the clause (not 问道, 动问: a question in speech).
 _ASKED = re.compile("(?<![动请借])问(?:了|着)?(?:那|这)?(?:个)?([\u4e00-\u9fff]{2,8})$")
@@ -107,6 +110,9 @@ _INNER_DESCRIPTOR = re.compile(
     + ")[\u4e00-\u9fff]{0,4}?(?:道|说|问|叫|喝|骂)[：:，,]?$"
 )
 _OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推")
+# Before a name in a sentence with no commas, what makes it an object (扯住晋王, 追赶夏主, 禀萧后,
+# 待贾润甫, 是自己母亲, 为蒲州刺史, 知杨义臣).
+_HOLDING = set("住着了赶追遇随禀奏告谓劝谢拜请唤叫命差令教使知待为是")
 # Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
 _PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
@@ -208,7 +214,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v16"
+    model = "rules-v17"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -473,6 +479,8 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     clauses = _clauses(sentence)
     if not clauses:
         return _carried("", state)
+    if _commaless(lexicon):
+        clauses = _at_names(clauses, lexicon)
     verb = clauses[-1]
     if state.story and _DECREE.match(strip_lead(verb)):
         return _sovereign(state) or _carried(verb, state)
@@ -481,6 +489,7 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     inner = _INNER_DESCRIPTOR.search(verb)
     if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE:
         name = inner.group(1)
+    name = name or _given_alone(verb, lexicon, state)
     name = name or _news(clauses) or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
         # 庞元只道张世开打小厮，他便叫道 → 庞元; 王庆见是个卖卦的，他已有…，他便叫道 → 王庆
@@ -503,6 +512,37 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
             and strip_lead(word) in (word, word[1:]) and word + "了" not in state.story.text:
         name = word  # 都寺便道, 老小说道: a sentence that is only a word and the verb (not 又读道, 当日禀道, 发落道)
     return _resolve(name, state) if name else _carried(verb, state)
+
+
+def _commaless(lexicon: Lexicon) -> bool:
+    """A text that has lost its commas (隋唐演义 as some copies give it): a sentence is one clause."""
+    return lexicon.count("。") > 5 * lexicon.count("，") + 100
+
+
+def _at_names(clauses: list[str], lexicon: Lexicon) -> list[str]:
+    """Clauses for a text with no commas: the verb's clause starts at the last known name in it that
+    no verb or marker takes as its object (炀帝念完萧后问道 → 炀帝念完 | 萧后问道; not 敬与玄宗道), nor
+    one that goes on a group (童佩之、金国俊)."""
+    verb = clauses[-1]
+    starts = [
+        m.start()
+        for m in lexicon.names_in(verb)
+        if m.start() and verb[m.start() - 1] not in _OBJECT_BEFORE | _HOLDING | {"、"} and m.group()[-1] not in "上下里中前边"
+    ]
+    return clauses[:-1] + [verb[: starts[-1]], verb[starts[-1] :]] if starts else clauses
+
+
+def _given_alone(verb: str, lexicon: Lexicon, state: _State, reach: int = 3000) -> str | None:
+    """The full name a lone given-name character before 曰 stands for (操大怒曰 → 曹操), where the
+    text writes that character before 曰 often: of the surnames and that character spelled out in the
+    text just before (曹操, 周瑜; 吴硕 though no tag holds it), the one spelled out most there."""
+    alone = state.story and _GIVEN_ALONE.match(strip_lead(verb))
+    if not alone or alone.group(1) in STOP or lexicon.count(alone.group(1) + "曰") < 3:
+        return None  # (奏曰, 乃曰: a verb or a word of manner, no name)
+    window = state.story.text[max(0, state.pos - reach) : state.pos]
+    found = [m.group(1) for m in re.finditer(f"(?=([\u4e00-\u9fff]{{1,2}}{alone.group(1)}))", window)]
+    found = [w for w in found if is_surname(w) and lexicon.count(w) >= 3]
+    return max(reversed(found), key=found.count, default=None)  # (the nearest of those as often)
 
 
 def _news(clauses: list[str]) -> str | None:

@@ -485,7 +485,7 @@ def _surnamed(word: str) -> bool:
 
 
 def name_shaped(word: str) -> bool:
-    return word[-1] not in _LOCATIVE and (word[0] in SURNAMES or word.startswith(COMPOUND_SURNAMES))
+    return bool(word) and word[-1] not in _LOCATIVE and (word[0] in SURNAMES or word.startswith(COMPOUND_SURNAMES))
 
 
 def _unknown_span(clause: str) -> str:
@@ -675,7 +675,7 @@ def trimmed(word: str, names: Names) -> str:
 
 def _named_before_verb(text: str) -> str | None:
     """A word shaped like a name right before the speech verb (娄敏中出班启奏 → 娄敏中, 娄敏中出班启奏道)."""
-    return next((text[:k] for k in (3, 2) if _surnamed(text[:k]) and (_VERB_ONLY.match(text[k:]) or _COURT_VERB.match(text[k:]))), None)
+    return next((text[:k] for k in (3, 2) if _surnamed(text[:k]) and all(map(_CJK.match, text[:k])) and (_VERB_ONLY.match(text[k:]) or _COURT_VERB.match(text[k:]))), None)
 
 
 def _plain_descriptor(head: str) -> bool:
