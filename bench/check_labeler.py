@@ -24,7 +24,7 @@ against reference scripts built from the labels: the labeler's own segments with
 first right name, the other right names folded into it as aliases of that excerpt; a quote left
 unlabelled (``"speaker": null``) keeps the labeler's speaker there and is not counted per quote.
 
-The sets hold 水浒传 excerpts: offsets into the plain-text copy that sits beside the repository as
+The sets up to ``check16`` hold 水浒传 excerpts: offsets into the plain-text copy that sits beside the repository as
 ``../shared/data/shuihuzhuan.txt`` (pass it with ``--novel``; each set records its checksum, and the
 novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
 on. ``check.json`` (odd chapters), ``check2.json`` to ``check16.json`` were each drawn apart from every
@@ -39,9 +39,15 @@ rule change and measured once, and their errors and those of ``check11`` and ``c
 ``rules-v12``; ``check15`` (500 characters or more away too) was drawn and labelled before those rules
 were written and measured once after them, and its errors gave ``rules-v13``, before which ``check16``
 (500 characters or more from every earlier excerpt, ``check15`` included) was drawn and labelled in
-the same way (the README's "Measured" table gives the numbers). Excerpts
-were picked by text alone (a tag with a descriptor, no subject, two names, a name with words after it),
-never by what the labeler answered.
+the same way; its errors gave ``rules-v14`` (the README's "Measured" table gives the numbers).
+
+``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not
+written on: 西游记, 红楼梦, 三国演义 and 隋唐演义, the plain-text files ``data/<name>.txt`` of the same
+repository and commit as the 水浒传 copy (each set records the file's name, length and checksum; pass the
+file with ``--novel``). Each was labelled before the rules it measures were frozen and measured once;
+``rules-v15`` was written from check18's errors, ``rules-v16`` from check17's and ``rules-v17`` from those of
+check19 and check20 (the README's "Other novels"). Excerpts were picked by text alone (a tag with a
+descriptor, no subject, two names, a name with words after it), never by what the labeler answered.
 """
 
 from __future__ import annotations
