@@ -237,7 +237,7 @@ def _span(text: str, limit: int = 4, title: bool = False) -> str:
     """The start of ``text`` up to a stop character (``title``: 将 may end a title, 先锋将韩滔).
 
     Within the first two characters only a speech verb stops it (向秀说 is 向秀), or, in a word that
-    does not open with a surname (宝玉, 行者), a word no given name holds (因又问道, 想了一想, 正要:
+    does not open with a surname (宝玉, 行者), a word no given name holds (因又问道, 想了一想, 接着:
     no name at all)."""
     i = 0
     early = (_EARLY_STOP,) * 2 if is_surname(text) else (_EARLY_STOP | _NOT_IN_GIVEN_NAMES, _EARLY_STOP | _NOT_SECOND_IN_NAMES)
@@ -555,8 +555,9 @@ def _shortened(descriptor: str, names: Names) -> str:
     """A descriptor after a place keeps only its noun (巷口酒店里酒保 → 酒保, 船梢公 → 梢公); one whose
     noun is a known word keeps only that (十五六岁的店小二 → 店小二)."""
     for i in range(len(descriptor) - 2, 0, -1):
-        if descriptor[i] in _LOCATIVE and descriptor[i + 1 : i + 2] != "的" and descriptor[i + 1 :].endswith(PERSON_HEADS) and len(descriptor) - i > 2:  # (门上的人 stays)
-            descriptor = descriptor[i + 1 :]
+        after = descriptor[i + 1 :]
+        if descriptor[i] in _LOCATIVE and after[:1] != "的" and after.endswith(PERSON_HEADS) and len(after) > 1:  # (门上的人 stays)
+            descriptor = after
             break
     noun = _noun(descriptor) if descriptor.endswith(PERSON_HEADS) else ""
     if len(noun) >= 2 and len(descriptor) == len(noun) + 1 and descriptor[0] in _PLACE_NOUNS and names.name_at(descriptor, 0) != descriptor:
