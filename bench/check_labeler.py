@@ -45,7 +45,7 @@ the same way; its errors gave ``rules-v14`` (the README's "Measured" table gives
 written on: 西游记, 红楼梦, 三国演义 and 隋唐演义, the plain-text files ``data/<name>.txt`` of the same
 repository and commit as the 水浒传 copy (each set records the file's name, length and checksum; pass the
 file with ``--novel``). Each was labelled before the rules it measures were frozen and measured once;
-``rules-v15`` was written from check18's errors, ``rules-v16`` from check17's and ``rules-v17`` from those of
+``rules-v15`` was written from check18's errors, ``rules-v16`` from check17's, ``rules-v17`` and ``rules-v18`` from those of
 check19 and check20 (the README's "Other novels"). Excerpts were picked by text alone (a tag with a
 descriptor, no subject, two names, a name with words after it), never by what the labeler answered.
 """

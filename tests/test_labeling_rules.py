@@ -105,7 +105,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v17" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v18" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -769,8 +769,8 @@ def test_rules_v16_names_that_open_with_a_number_and_monsters():
 
 # rules-v17: classical prose that names people by one character before 曰 (三国演义), and a copy of
 # a novel that has lost its commas (隋唐演义).
-SANGUO = "".join(f"　　{name}曰：“是。”{name}笑曰：“善。”\n" * 2 for name in ("曹操", "陈宫", "吕布")) + (
-    "　　操曰：“可。”宫曰：“可。”布曰：“可。”\n" * 3
+SANGUO = "".join(f"　　{name}曰：“是。”{name}笑曰：“善。”\n" * 2 for name in ("曹操", "陈宫", "吕布", "司马懿")) + (
+    "　　操曰：“可。”宫曰：“可。”布曰：“可。”懿曰：“可。”\n" * 3
 )
 
 
@@ -779,6 +779,8 @@ def test_rules_v17_one_character_of_a_given_name_before_yue():
     # 操 stands for the 曹操 the text just spelled out, as 宫 for 陈宫, whatever comes before 曰.
     assert said("　　曹操与陈宫同行。操大怒曰：“吾宁教我负天下人！”") == ["曹操"]
     assert said("　　曹操与陈宫同行。宫大惊曰：“知而故杀，大不义也！”") == ["陈宫"]
+    # A compound surname is the name's (司马懿, not 马懿: 马 is a surname too).
+    assert said("　　司马懿与曹真同行。懿叹曰：“吾不如孔明也。”") == ["司马懿"]
     # 奏曰 is a verb, not a name that ends in 奏.
     assert said("　　曹操与陈宫同行。奏曰：“臣有一言。”") != ["班启奏"]
     # A title, then names joined by 、 before 曰: never a name with the 、 in it (which broke the

@@ -28,6 +28,7 @@ from ..script import NARRATOR, SCENE_BREAK, Segment
 from .lexicon import Lexicon, build_lexicon
 from .story import MANY, TITLES, Story, head_of, is_descriptor, self_named
 from .subjects import (
+    COMPOUND_SURNAMES,
     COLLECTIVES,
     LISTENER_MARKERS,
     NOT_NAMES,
@@ -214,7 +215,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v17"
+    model = "rules-v18"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -542,6 +543,7 @@ def _given_alone(verb: str, lexicon: Lexicon, state: _State, reach: int = 3000) 
     window = state.story.text[max(0, state.pos - reach) : state.pos]
     found = [m.group(1) for m in re.finditer(f"(?=([\u4e00-\u9fff]{{1,2}}{alone.group(1)}))", window)]
     found = [w for w in found if is_surname(w) and lexicon.count(w) >= 3]
+    found = [w for w in found if not any(o.endswith(w) and o[:-len(w)] + w[0] in COMPOUND_SURNAMES for o in found)]  # 司马懿, not 马懿
     return max(reversed(found), key=found.count, default=None)  # (the nearest of those as often)
 
 
