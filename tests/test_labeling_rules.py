@@ -781,8 +781,9 @@ def test_rules_v17_one_character_of_a_given_name_before_yue():
     assert said("　　曹操与陈宫同行。宫大惊曰：“知而故杀，大不义也！”") == ["陈宫"]
     # A compound surname is the name's (司马懿, not 马懿: 马 is a surname too).
     assert said("　　司马懿与曹真同行。懿叹曰：“吾不如孔明也。”") == ["司马懿"]
-    # 奏曰 is a verb, not a name that ends in 奏.
-    assert said("　　曹操与陈宫同行。奏曰：“臣有一言。”") != ["班启奏"]
+    # 奏曰 is a verb, not a name that ends in 奏 (班 is a surname, and the text writes 出班启奏 often).
+    court = partial(speakers, lexicon=build_lexicon(SANGUO + "　　大臣出班启奏。奏曰：“臣有本。”\n" * 3))
+    assert court("　　又有一人出班启奏。奏曰：“臣有一言。”") != ["班启奏"]
     # A title, then names joined by 、 before 曰: never a name with the 、 in it (which broke the
     # labeling of the whole novel).
     assert subject("召副将薛兰、李封曰", Lexicon(names={"吕布"}), verb_clause=True) != "薛兰、"
