@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 
 from .subjects import (
     COMPOUND_SURNAMES,
@@ -68,9 +69,7 @@ class Lexicon:
 
     def count(self, word: str) -> int:
         """How often ``word`` stands in the text (remembered: the rules ask again and again)."""
-        if word not in self._counts:
-            self._counts[word] = self.text.count(word)
-        return self._counts[word]
+        return _counted(self.text, self._counts, word)
 
     def canonical(self, name: str) -> str:
         return self.aliases.get(name, name)
@@ -192,12 +191,19 @@ _LIST_END = re.compile("[、，。；和等两三四五六七八九十]")
 _LIST_START = re.compile("[、，。；：]")
 
 
+def _counted(text: str, counts: dict, word: str) -> int:
+    """``text.count(word)``, remembered in ``counts``."""
+    if word not in counts:
+        counts[word] = text.count(word)
+    return counts[word]
+
+
 def _trimmed(word: str, text: str, counts: dict) -> str:
     """The longest start of ``word`` (two characters at least) that ``text`` holds at least a third
     as often as the word itself (a name recurs with other verbs after it; 费珍慌 is 费珍 once)."""
     if len(word) < 3 or not text:
         return word
-    count = lambda w: counts[w] if w in counts else counts.setdefault(w, text.count(w))  # noqa: E731
+    count = partial(_counted, text, counts)
     times = count(word)
     for size in range(len(word) - 1, 1, -1):
         shorter = word[:size]

@@ -112,8 +112,8 @@ _INNER_DESCRIPTOR = re.compile(
 )
 _OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推")
 # Before a name in a sentence with no commas, what makes it an object (扯住晋王, 追赶夏主, 禀萧后,
-# 待贾润甫, 是自己母亲, 为蒲州刺史, 知杨义臣).
-_BEFORE_AN_OBJECT = set("住着了赶追遇随禀奏告谓劝谢拜请唤叫命差令教使知待为是")
+# 待贾润甫, 是自己母亲, 为蒲州刺史, 知杨义臣) or part of a group (童佩之、金国俊).
+_BEFORE_AN_OBJECT = _OBJECT_BEFORE | set("住着了赶追遇随禀奏告谓劝谢拜请唤叫命差令教使知待为是、")
 # Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
 _PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
@@ -528,7 +528,7 @@ def _at_names(clauses: list[str], lexicon: Lexicon) -> list[str]:
     starts = [
         m.start()
         for m in lexicon.names_in(verb)
-        if m.start() and verb[m.start() - 1] not in _OBJECT_BEFORE | _BEFORE_AN_OBJECT | {"、"} and m.group()[-1] not in "上下里中前边"
+        if m.start() and verb[m.start() - 1] not in _BEFORE_AN_OBJECT and m.group()[-1] not in "上下里中前边"
     ]
     return clauses[:-1] + [verb[: starts[-1]], verb[starts[-1] :]] if starts else clauses
 
