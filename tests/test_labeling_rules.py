@@ -105,7 +105,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v18" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v19" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -808,3 +808,41 @@ def test_lexicon_count_is_remembered():
     assert lexicon.count("操曰") == SANGUO.count("操曰") == 5
     lexicon.text = ""
     assert lexicon.count("操曰") == 5  # (asked again, the first answer stands)
+
+
+# rules-v19: from check21, 水浒传 excerpts drawn apart from every set before.
+ORDERS = Lexicon(names={"卢俊义", "黄信", "孙立", "史进", "杨志", "宋江", "花荣", "李应", "彭玘", "李逵", "戴宗", "呼延灼", "韩滔"})
+
+
+def test_rules_v19_a_quote_after_orders_is_the_one_who_gave_them():
+    said = partial(speakers, lexicon=ORDERS)
+    # The generals sent off are objects of 令, the one who sends them speaks on.
+    text = "　　卢俊义领了兵马，先令黄信、孙立，领兵去城东埋伏，史进、杨志领兵去城西埋伏。“今夜五鼓，悄地各去。”"
+    assert said(text) == ["卢俊义"]
+    # A sentence of orders with no one named before them goes on with whoever gave orders before …
+    text = "　　宋江仍命花荣为前部，前去冲击。教黄信、孙立整顿兵马，在营俟候；李应、彭玘也在营中俟候。“听吾号炮。”"
+    assert said(text) == ["宋江"]
+    # … as does a sentence about a troop, not a person, after orders to no one named (传下将令).
+    text = "　　呼延灼道：“只要和你商量。”随即传下将令，教三千匹马军做一排摆着。五千步军在后策应。“明日休得挑战。”"
+    assert said(text) == ["呼延灼", "呼延灼"]
+    # One who was sent and acts on his own is whom the narration is about next.
+    assert said("　　宋江教李逵去请戴宗。李逵领了，便去寻戴宗。“哥哥在那里？”") == ["李逵"]
+    # A quote by someone else ends the orders.
+    text = "　　宋江教李逵去请戴宗。李逵道：“便去。”韩滔在营中俟候。“我也去。”"
+    assert said(text) == ["李逵", "韩滔"]
+
+
+def test_rules_v19_names_listed_with_commas_that_speak_as_one():
+    said = partial(speakers, lexicon=Lexicon(names={"文仲容", "崔野", "鲁智深", "武松", "刘唐", "宋江"}))
+    assert said("　　宋江问二位意下如何。文仲容，崔野同声答道：“愿往。”") == ["文仲容、崔野"]
+    assert said("　　眼见得都是个死。鲁智深，武松，刘唐齐声大叫：“苦也！”") == ["鲁智深、武松、刘唐"]
+    # Without 同声 or 齐声 the last name speaks alone; a clause that is no bare name is no part of it.
+    assert said("　　宋江问二位意下如何。文仲容，崔野答道：“愿往。”") == ["崔野"]
+    assert said("　　宋江问了一遍，崔野同声答道：“愿往。”") == ["崔野"]
+
+
+def test_rules_v19_zhongjian_opens_a_clause_like_a_place():
+    lexicon = Lexicon(names={"林冲", "呼延灼", "庞万春"})
+    text = "　　庞万春伏在关前。看见宋兵时，一派价把火烧将来。中间林冲、呼延灼，立马在关下大骂：“反贼！”"
+    assert speakers(text, lexicon) == ["林冲、呼延灼"]
+    assert speakers("　　林冲立马在中间，大骂：“反贼！”", lexicon) == ["林冲"]

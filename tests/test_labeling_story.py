@@ -309,3 +309,49 @@ def test_a_monk_the_text_names_only_after_his_lines_is_that_monk_in_them():
     named = "　　那和尚道：“洒家不是别人，俺是延安府经略相公帐前军官鲁提辖的便是。”\n"
     assert speakers_in(excerpt + FILLER + named, excerpt, NAMES | {"鲁提辖"}) == ["鲁提辖", "鲁提辖"]
     assert speakers_in(excerpt + FILLER * 70 + named, excerpt, NAMES | {"鲁提辖"}) == ["和尚", "僧人"]  # named too far after
+
+
+# rules-v19
+def test_an_excerpt_that_opens_with_a_quote_mid_paragraph_reads_the_narration_before_it():
+    names = NAMES | {"卢俊义", "黄信", "孙立"}
+    novel = "　　卢俊义领了兵马，先令黄信、孙立去城东埋伏。“今夜五鼓，悄地各去。”四将领计去了。\n"
+    assert speakers_in(novel, "“今夜五鼓，悄地各去。”四将领计去了。\n", names) == ["卢俊义"]
+    # Read alone, nobody before it says who speaks.
+    alone = RuleLabeler(Lexicon(names=names)).label_text("“今夜五鼓，悄地各去。”四将领计去了。\n")
+    assert [s.speaker for s in alone if s.speaker != NARRATOR] != ["卢俊义"]
+    # A quote that closes the text before it is no tag: its speaker answers on as before.
+    novel = "　　卢俊义先令黄信埋伏。黄信道：“得令。”“今夜便去。”\n"
+    assert speakers_in(novel, "“今夜便去。”\n", names) == ["黄信"]
+
+
+def test_a_man_who_names_himself_in_a_clause_of_its_own_after_his_master():
+    names = Lexicon(names=NAMES | {"曹正", "林冲"})
+    assert self_named("小人原是开封府人氏，乃是八十万禁军都教头林冲的徒弟，姓曹名正，祖代屠户出身。", names) == "曹正"
+    # Someone else brought in before the clause, or in the same clause, owns the name.
+    assert self_named("小人有个哥哥，姓王名三，在此间住。", names) is None
+    assert self_named("小人的主人姓王名三。", names) is None
+    excerpt = "　　这汉撇了枪棒，便拜道：“小人有眼不识泰山。”\n"
+    named = "　　这汉道：“小人乃是林冲的徒弟，姓曹名正，祖代屠户出身。”\n"
+    assert speakers_in(excerpt + FILLER + named, excerpt, NAMES | {"曹正", "林冲"}) == ["曹正"]
+
+
+def test_the_narrator_who_asks_who_that_man_was_names_him():
+    excerpt = "　　那人大喝道：“你这贼配军是我手里行货！”\n"
+    answer = "　　说话的，那人是谁？便是吴学究所荐的江州两院押牢节级戴院长戴宗。\n"
+    names = NAMES | {"戴宗", "吴学究"}
+    assert speakers_in(excerpt + FILLER + answer, excerpt, names) == ["戴宗"]
+    # An answer that is a verse names nobody; one given too far after is another scene's.
+    verse = "　　说话的，那人是谁？正是：\n　　面阔唇方神眼突，瘦长清秀身材。\n"
+    assert speakers_in(excerpt + FILLER + verse, excerpt, names) == ["那人"]
+    assert speakers_in(excerpt + FILLER * 70 + answer, excerpt, names) == ["那人"]
+
+
+def test_someone_the_tag_does_not_name_is_the_one_the_next_sentence_reveals():
+    names = NAMES | {"时迁", "吴用"}
+    excerpt = "　　吴用道：“谁敢去？”只见阶下走过一人道：“小弟愿往！”众人看时，却是鼓上蚤时迁。\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["吴用", "时迁"]
+    # Not when the reveal comes later than the next two sentences, nor when it is no known name.
+    late = "　　吴用道：“谁敢去？”只见阶下走过一人道：“小弟愿往！”众人都看他。吴用点头。却是鼓上蚤时迁。\n"
+    assert speakers_in(FILLER + late, late, names) == ["吴用", "一人"]
+    unknown = "　　吴用道：“谁敢去？”只见阶下走过一人道：“小弟愿往！”众人看时，却是一个小校。\n"
+    assert speakers_in(FILLER + unknown, unknown, names) == ["吴用", "一人"]

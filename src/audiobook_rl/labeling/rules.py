@@ -79,6 +79,7 @@ _KIN_GROUPS = ("弟兄两个", "夫妻两个")
 _LONG_NOUNS = "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
 # All at once (都道, 齐声叫道, 一齐喊道), and a group a sentence brings in (叫众庄客, 救得两个公人).
 _TOGETHER = re.compile("都|齐声|一齐|齐齐")
+_AS_ONE = re.compile("齐声|同声|一齐|齐齐")
 _GROUP_OBJECT = re.compile(
     "(众|群|[一二两三四五六七八九十几数百千]+(?:个|名|位|员))([\u4e00-\u9fff]{0,3}?(?:"
     + _LONG_NOUNS
@@ -114,6 +115,13 @@ _OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉
 # Before a name in a sentence with no commas, what makes it an object (扯住晋王, 追赶夏主, 禀萧后,
 # 待贾润甫, 是自己母亲, 为蒲州刺史, 知杨义臣) or part of a group (童佩之、金国俊).
 _BEFORE_AN_OBJECT = _OBJECT_BEFORE | set("住着了赶追遇随禀奏告谓劝谢拜请唤叫命差令教使知待为是、")
+# Orders given to people named after the verb (教黄信、孙立…在营俟候, 先令黄信领三千兵, 再调杜迁扮做客人):
+# the one who gives them goes on speaking when a quote follows with no tag.
+_COMMAND = re.compile("教|令|命|调|差|分付|吩咐|传令|拨|点|加封")
+_ORDERS = re.compile("传(?:下)?(?:将令|号令|军令)|传令")  # (随即传下将令，教三千匹马军…: orders to no one named)
+# Someone the tag does not name (一人, 一个人, 有人, 一个客人): the narration right after his words may.
+_INDEFINITE = re.compile("^(?:有)?(?:一|一个|一位|一条|一员)?(?:个)?人$|^(?:有)?(?:一个|一位|一条|一员)[\u4e00-\u9fff]{1,3}$")
+_REVEAL = re.compile("(?:却是|正是|原来是|原来却是|原来正是|乃是)([\u4e00-\u9fff]{2,9})[。！，,]")
 # Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
 _PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
@@ -179,6 +187,8 @@ class _State:
     thought: bool = False  # the last quote was a thought (寻思道), not a turn of the exchange
     asker: str | None = None  # who asked the last question: 又问道 is him asking again …
     since_question: int = 0  # … when only the answer to it came between (quotes read since it)
+    commander: str | None = None  # who gave orders in the narration since the last one named (教黄信…)
+    preceding: str = ""  # the narration right before an excerpt that opens with a quote mid-paragraph
     shouted: str | None = None  # who shouted in the last sentence read (…大叫出厅前来。): a quote opening the next paragraph is his
 
     def spoke(self, speaker: str) -> None:
@@ -215,7 +225,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v18"
+    model = "rules-v19"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -247,6 +257,11 @@ class RuleLabeler:
         state = _State(story=story)
         before = story.before(start)
         _read(before, start - len(before), lexicon, state)  # who spoke and was named before
+        # An excerpt that starts in the middle of a paragraph, with a quote: the narration just before
+        # it in the paragraph is its tag (…先令黄信、孙立…埋伏。|“今夜五鼓…”).
+        last = before.rsplit("\n", 1)[-1]
+        pieces = _pieces(last.strip()) if last.strip() and text[:1] == "“" else []
+        state.preceding = pieces[-1][1] if pieces and pieces[-1][0] == "narration" else ""
         return _read(text, start, lexicon, state)
 
 
@@ -318,7 +333,8 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             # A quote, then one sentence of tag: the tag's verb may leave its subject to the quote.
             state.after_quote, state.last_was_quote = state.last_was_quote and len(sentences) <= 1, False
             continue
-        before = pieces[k - 1][1] if k > 0 and pieces[k - 1][0] == "narration" else ""
+        before = pieces[k - 1][1] if k > 0 and pieces[k - 1][0] == "narration" else state.preceding if k == 0 else ""
+        state.preceding = ""
         after = pieces[k + 1][1] if k + 1 < len(pieces) and pieces[k + 1][0] == "narration" else ""
         if _not_speech(before, text, after):
             segments.append(Segment(NARRATOR, text, "平静", 1, _delay(text)))
@@ -335,6 +351,8 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             speaker = self_named(text, lexicon) or speaker
         if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员条对起伙群队班彪簇枝支筹]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
             speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
+        if _INDEFINITE.match(speaker):
+            speaker = _revealed(state, len(text), lexicon) or speaker  # 只见阶下走过一人道：“…”众人看时，却是鼓上蚤时迁
         listener = _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)
         if "、" in speaker and listener in speaker.split("、"):
             speaker = "、".join(p for p in speaker.split("、") if p != listener)  # 戴宗、李逵…问李逵道 → 戴宗
@@ -344,6 +362,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             others = (state.other_speaker(), state.last_subject, state.earlier_subject)
             speaker = next((s for s in others if s and s != speaker), UNKNOWN_SPEAKER)
         state.spoke(speaker)
+        state.commander = speaker if speaker == state.commander else None
         state.shouted = None
         state.last_was_quote = True
         state.thought = bool(_THINKING.search(tag))
@@ -417,8 +436,10 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
         k = next((k for k in range(len(clauses) - 1, 0, -1) if subject(clauses[k], lexicon) == name), 0)
         earlier = _sentence_subject(clauses[:k], lexicon) if k else None
         name = earlier if earlier and "、" not in earlier and _proper(earlier, lexicon) else name
+    commander = _commander(sentence, lexicon, state)
     if name and name not in PRONOUNS + COLLECTIVES:
         state.saw(name)
+    state.commander = commander
     # A name in the sentence that introduces a quote is most often the listener or an object
     # (走到裴寒山桌前，道): only names of earlier sentences stand in for a missing speaker.
     if re.search(r"[。！？!?]$", sentence):
@@ -428,6 +449,28 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     state.mentioned_now = _last_name(sentence, lexicon)
     tone, intensity = ("紧张", 3 if sentence.rstrip("”’").endswith("！") else 2) if _TENSE_NARRATION.search(sentence) else ("平静", 1)
     return Segment(NARRATOR, sentence, tone, intensity, _delay(sentence))
+
+
+def _commander(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
+    """Who gives the orders a sentence of narration tells (卢俊义…先令黄信…埋伏 → 卢俊义): the one named
+    before the first verb of command that a name follows; for a sentence that orders with no one
+    named before it (再调杜迁、宋万…), the one who gave the orders before, or whom the narration was
+    about. None when the sentence gives no orders and names someone else who acts (李逵领了便去)."""
+    clauses = _clauses(sentence)
+    for k, clause in enumerate(clauses):
+        verbs = [m for m in _COMMAND.finditer(clause) if lexicon.name_at(clause, m.end())] + list(_ORDERS.finditer(clause))
+        if not verbs:
+            continue
+        head = clause[: min(m.start() for m in verbs)]
+        own = subject(head, lexicon, first=k == 0) if head.strip() else None
+        found = own or (_sentence_subject(clauses[:k], lexicon) if k else None)
+        if found and found not in PRONOUNS + COLLECTIVES and "、" not in found:
+            return found
+        if found is None or found in PRONOUNS:
+            return state.commander or (state.topic if state.topic and "、" not in state.topic else None)
+        return None
+    name = _sentence_subject(sentence, lexicon)
+    return state.commander if not name or not _proper(name, lexicon) else None  # (五千步军在后策应: his orders go on)
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -464,8 +507,9 @@ def _speaker(before: str, after: str, lexicon: Lexicon, state: _State) -> tuple[
         if name:
             return _resolve(name, state), match.group(1)
     if last_sentence:
-        # Narration, then an untagged quote: the person the narration was about speaks.
-        return _resolve(_sentence_subject(last_sentence, lexicon) or "他", state), ""
+        # Narration, then an untagged quote: the person the narration was about speaks, or the one
+        # whose orders it told (…先令黄信、孙立埋伏，史进、杨志…埋伏。“今夜五鼓…” → 卢俊义).
+        return _resolve(state.commander or _sentence_subject(last_sentence, lexicon) or "他", state), ""
     if state.shouted:
         return _resolve(state.shouted, state), ""  # …大叫出厅前来。⏎“两个鬼我都捉了。”
     return state.other_speaker() or UNKNOWN_SPEAKER, ""
@@ -499,6 +543,15 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         group = _sentence_subject(clauses[:-1], lexicon)
         name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
     name = name or (len(clauses) > 1 and _asked_then(clauses[-2], lexicon)) or None
+    if name and len(clauses) > 1 and _AS_ONE.search(verb) and lexicon.name_at(strip_lead(verb), 0) == name:
+        # 文仲容，崔野同声答道 / 鲁智深，武松，刘唐齐声大叫: names listed with commas for 、 speak together
+        group = [name]
+        for clause in reversed(clauses[:-1]):
+            other = strip_lead(clause) if clause is clauses[0] else clause
+            if other in group or lexicon.name_at(other, 0) != other or not _proper(other, lexicon):
+                break
+            group.insert(0, other)
+        name = "、".join(group)
     own = name
     name = name or _sentence_subject(clauses[:-1], lexicon) or _reporter(clauses, lexicon, len(clauses) - 1)
     if name and not own and _TOGETHER.search(verb) and "、" not in name and name not in COLLECTIVES + ("众人",):
@@ -644,6 +697,23 @@ def _asked_then(clause: str, lexicon: Lexicon) -> str | None:
     if name == asked:
         return name
     return asked if asked.endswith(PERSON_HEADS) and not name else None
+
+
+def _revealed(state: _State, length: int, lexicon: Lexicon, reach: int = 2) -> str | None:
+    """The name the narration right after a quote gives its speaker (…”众人看时，却是鼓上蚤时迁。): in
+    the first ``reach`` sentences after it, outside quotes, a name that ends what 却是/正是 introduces."""
+    if state.story is None:
+        return None
+    after = state.story.text[state.pos + length : state.pos + length + 200].lstrip("”’")
+    for sentence in _SENTENCE.findall(after)[:reach]:
+        if sentence.lstrip().startswith("“"):
+            return None  # (someone speaks first: the exchange goes on)
+        match = _REVEAL.search(sentence.split("“")[0])
+        if match:
+            found = [m for m in lexicon.names_in(match.group(1)) if m.end() == len(match.group(1))]
+            name = found[-1].group() if found else None
+            return name if name and _proper(name, lexicon) and not is_descriptor(name, lexicon) else None
+    return None
 
 
 def _resolve(name: str, state: _State) -> str:

@@ -94,6 +94,11 @@ _SURNAME_GIVEN = re.compile(f"姓(?![甚什何谁])([{_CJK}]{{1,2}})[，,]?(?:�
 _AFTER_DESCRIPTOR = re.compile(
     f"(那|这|此|一个|一员|一位|一条)(?:个)?[{_CJK}]{{0,4}}?(" + "|".join(_HEADS) + ")[^。！？!?\n“”：:]{0,60}"
 )
+# The narrator asks and answers (说话的，那人是谁？便是吴学究所荐的…节级戴院长戴宗): the name ending the answer.
+_WHO_WAS = re.compile(
+    f"(?:那|这)(?:个)?[{_CJK}]{{0,4}}?(" + "|".join(_HEADS) + f")(?:是谁|却是谁|是甚人|是甚么人|是何人)[？?]"
+    f"(?:便是|正是|却是|乃是|原来是|原来便是)([^。！？!?\n“”]{{1,40}})"
+)
 _WOMAN_DESCRIPTOR = re.compile("(?:那|这|此)(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
 # A speaker naming himself: 小人姓刘名唐 / 小可便是赤发鬼刘唐 / 小将呼延灼的便是.
 _I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在下|老汉|奴家|吾|咱|臣)"
@@ -102,6 +107,9 @@ _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJ
 _OPENS_WITH_I = re.compile(f"^{_I}")
 # Words before 姓…名… that make it someone else's name (小人的主人姓…, 小人有个哥哥姓…).
 _OTHER_PERSON = re.compile("的|他|其|父|母|兄|弟|哥|姐|妹|妻|主|有个|有一个|认得|是")
+# … in an earlier clause, only these do, and 的 right after 小人 (小人的主人，姓…); 小人是…林冲的徒弟，姓曹名正
+# is his own name.
+_OTHER_BEFORE = re.compile("有个|有一个|认得|他|其")
 _HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
 _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
 # A post before a title, as the subject of a speech tag (住持真人向前禀道, 监宫真人道).
@@ -155,8 +163,16 @@ def self_named(content: str, names: Names) -> str | None:
             return name.group()  # 唐斌在此, 好汉没遮拦穆弘在此
     opening = _OPENS_WITH_I.match(first)
     given = opening and _SURNAME_GIVEN.search(first, opening.end())
-    if given and not _OTHER_PERSON.search(first, opening.end(), given.start()):
-        return given.group(1) + given.group(2)  # 小人祖贯河南洛阳人氏，姓薛名永
+    if given:
+        # 姓…名… opening a clause of its own is his name unless an earlier clause brings in someone
+        # else (小人是…林冲的徒弟，姓曹名正; not 小人有个哥哥，姓…, 小人的主人，姓…); in one clause, any
+        # word of another does.
+        clause = max(first.rfind(ch, opening.end(), given.start()) for ch in "，,；;") + 1
+        alone = clause > opening.end() and clause == given.start()
+        other = (_OTHER_BEFORE if alone else _OTHER_PERSON).search(first, opening.end(), given.start())
+        other = other or first[opening.end() : opening.end() + 1] == "的"
+        if not other:
+            return given.group(1) + given.group(2)  # 小人祖贯河南洛阳人氏，姓薛名永
     for clause_start in [0] + [m.end() for m in re.finditer(r"[，,：:]", first)][:2]:
         clause = first[clause_start:]
         match = _SELF_NAME.match(clause)
@@ -353,6 +369,11 @@ class Story:
             name = _named(text[match.end(2) : match.end()], names, _KIND_OF[head] == "woman", far)
             if name:
                 add(_key(head), match.start(), _NAMED, name)
+        for match in _WHO_WAS.finditer(text):
+            answer = match.group(2)
+            name = next((m.group() for m in names.names_in(answer) if m.end() == len(answer)), None)
+            if name and is_surname(name) and not _inside(quoted, match.start()):
+                add(_key(match.group(1)), match.start(), _NAMED, name)
         for match in _TAGGED_QUOTE.finditer(text):
             clause = re.split(r"[，,]", match.group(1))[-1]
             post = _POSTED.match(strip_lead(clause))
