@@ -423,6 +423,7 @@ def _not_speech(before: str, content: str, after: str) -> bool:
 
 def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     name = _sentence_subject(sentence, lexicon)
+    commander = _commander(sentence, name, lexicon, state)
     pair = _PAIR.search(sentence)
     ends = pair and [
         next((m.group() for m in lexicon.names_in(part) if m.end() == len(part)), None) or (part[-2:] if name_shaped(part[-2:]) else None)
@@ -436,7 +437,6 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
         k = next((k for k in range(len(clauses) - 1, 0, -1) if subject(clauses[k], lexicon) == name), 0)
         earlier = _sentence_subject(clauses[:k], lexicon) if k else None
         name = earlier if earlier and "、" not in earlier and _proper(earlier, lexicon) else name
-    commander = _commander(sentence, lexicon, state)
     if name and name not in PRONOUNS + COLLECTIVES:
         state.saw(name)
     state.commander = commander
@@ -451,11 +451,11 @@ def _narration(sentence: str, lexicon: Lexicon, state: _State) -> Segment:
     return Segment(NARRATOR, sentence, tone, intensity, _delay(sentence))
 
 
-def _commander(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
+def _commander(sentence: str, name: str | None, lexicon: Lexicon, state: _State) -> str | None:
     """Who gives the orders a sentence of narration tells (卢俊义…先令黄信…埋伏 → 卢俊义): the one named
     before the first verb of command that a name follows; for a sentence that orders with no one
     named before it (再调杜迁、宋万…), the one who gave the orders before, or whom the narration was
-    about. None when the sentence gives no orders and names someone else who acts (李逵领了便去)."""
+    about. None when the sentence gives no orders and its subject ``name`` is someone else (李逵领了便去)."""
     clauses = _clauses(sentence)
     for k, clause in enumerate(clauses):
         verbs = [m for m in _COMMAND.finditer(clause) if lexicon.name_at(clause, m.end())] + list(_ORDERS.finditer(clause))
@@ -469,7 +469,6 @@ def _commander(sentence: str, lexicon: Lexicon, state: _State) -> str | None:
         if found is None or found in PRONOUNS:
             return state.commander or (state.topic if state.topic and "、" not in state.topic else None)
         return None
-    name = _sentence_subject(sentence, lexicon)
     return state.commander if not name or not _proper(name, lexicon) else None  # (五千步军在后策应: his orders go on)
 
 
