@@ -355,3 +355,26 @@ def test_someone_the_tag_does_not_name_is_the_one_the_next_sentence_reveals():
     assert speakers_in(FILLER + late, late, names) == ["吴用", "一人"]
     unknown = "　　吴用道：“谁敢去？”只见阶下走过一人道：“小弟愿往！”众人看时，却是一个小校。\n"
     assert speakers_in(FILLER + unknown, unknown, names) == ["吴用", "一人"]
+
+
+# rules-v20, from check22
+def test_a_boatman_the_narration_names_by_his_nickname_and_name_is_that_man():
+    names = NAMES | {"张横", "李俊"}
+    excerpt = "　　那梢公睁着眼道：“老爷叫做张梢公，你不要咬我鸟！”\n"
+    named = "　　那梢公船火儿张横拜罢，问道：“义士哥哥为何事配来此间？”\n"
+    nickname = "　　小孤山下住，船火号张横。人都叫他船火儿张横。船火儿张横便是他。\n"
+    assert speakers_in(excerpt + FILLER * 10 + nickname + named, excerpt, names) == ["张横"]
+    # A verb between the descriptor and the name makes the name someone else (那梢公看见李俊).
+    other = "　　那梢公看见李俊，问道：“李大哥，你来了？”\n"
+    assert speakers_in(excerpt + FILLER * 10 + other, excerpt, names) == ["梢公"]
+    # A nickname the novel does not write before that name is no nickname.
+    once = "　　那梢公白面郎李俊拜罢，问道：“哥哥何来？”\n"
+    assert speakers_in(excerpt + FILLER * 10 + once, excerpt, names) == ["梢公"]
+
+
+def test_someone_at_the_gate_is_someone_the_next_sentence_may_reveal():
+    names = NAMES | {"林冲", "陆虞候"}
+    excerpt = "　　林冲闷闷不已，懒上街去。听得门首有人叫道：“教头在家么？”林冲出来看时，却是陆虞候。\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["陆虞候"]
+    nobody = "　　林冲闷闷不已，懒上街去。听得门首有人叫道：“教头在家么？”林冲出来看时，不见一人。\n"
+    assert speakers_in(FILLER + nobody, nobody, names) == ["有人"]

@@ -38,6 +38,7 @@ KINDS = {
     "monk": ("和尚", "僧人", "贼秃", "秃驴", "秃厮", "阇黎"),
     "man": ("汉子", "大汉", "长汉", "汉", "人", "个人", "后生", "壮士", "好汉", "大将", "上将"),
     "teacher": ("先生",),
+    "boatman": ("梢公", "艄公"),
 }  # fmt: skip
 # Titles that end a name (狄太公, 宿太尉, 蔡九知府, 柴大官人): the title alone stands for the one
 # last named with it.
@@ -56,14 +57,14 @@ _BARE = re.compile(r"^(?:那|这|此)?(?:个)?(?:人|汉)$")
 MANY = re.compile(r"^(?:那|这|此)?(?:[两二三四五六七八九十几数百千]|众|诸)")
 # How long (characters of text) a name stays bound without coming up again: a woman named once may
 # be 那妇人 for three chapters (潘金莲).
-_REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "title": 3000, "man": 3000, "teacher": 3000}
+_REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "title": 3000, "man": 3000, "teacher": 3000, "boatman": 3000}
 # A new person of a kind ends the binding, unless the bound one came up just before (一个妇人出到
 # 帘子下 right after the narration spoke of 潘金莲 is 潘金莲).
 _SAME_PERSON = {"woman": 800}
 _JUST_BEFORE = 300
 # How far after a descriptor's line (characters) the name given next may still be his (a man's or a
 # monk's: 那和尚 … 俺是…鲁提辖的便是; for women it was wrong more often than right).
-_NAMED_AFTER = {"man": 1500, "monk": 1500}
+_NAMED_AFTER = {"man": 1500, "monk": 1500, "boatman": 2500}
 _ASIDE_FOR = 1500
 # What happens to a binding, in the order of events at one place: a name comes up, a new person comes
 # in, another man's wife comes in, a sentence tells the descriptor from the name, the story is at
@@ -482,6 +483,8 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     if full and full.start() <= 3:
         return full.group(1) + full.group(2)  # 那知府复姓慕容，双名彦达 / 这个是北京上将，姓索名超
     match = _IS.search(rest[: 30 if far <= 6 else len(rest)])
+    if not match and not woman:
+        return _apposed(rest, names)  # 那梢公船火儿张横拜罢
     if not match or match.start() > far:
         return None
     after = rest[match.end() :]
@@ -492,6 +495,23 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     if name and re.match(f"[{_CJK}]{{3}}", after[name.end() :]):
         return None  # 正是蒋门神初来孟州新娶的妾: his concubine, not 蒋门神
     return name.group() if name and is_surname(name.group()) and not is_descriptor(name.group()) else None
+
+
+def _apposed(rest: str, names: Names) -> str | None:
+    """A name set right after a descriptor, a nickname allowed before it (那梢公船火儿张横拜罢 → 张横;
+    not 那汉见王婆, where a verb comes first)."""
+    found = list(names.names_in(rest[:12]))
+    count = getattr(names, "count", None)
+    gap = rest[: found[0].start()] if found else ""
+    nickname = 2 <= len(gap) <= 4 and count and count(gap + found[0].group()) >= 3 and count(gap) <= 2 * count(gap + found[0].group())
+    if not found or gap and not nickname:
+        return None  # (a nickname no list holds is one the novel writes mostly before that name, 3 times or more)
+    last = found[0]
+    for match in found[1:]:
+        if match.start() != last.end():
+            break
+        last = match  # (船火儿 is a nickname of the list, 张横 the name after it)
+    return last.group() if is_surname(last.group()) and not is_descriptor(last.group()) else None
 
 
 def _whole_name(name: str, before: list[str]) -> str:

@@ -101,7 +101,7 @@ _LOCATIVE = set("里上中前后边外内下面处")
 _BODY_OR_PLACE = set("身背面旁手眼心脸口家")
 # Two-character places before a subject (外面有人叫道); longer ones are recognised by their last
 # character, shorter ones could be a verb and its direction (脱下王班直身上锦袄).
-_PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前", "门里", "帐前", "帐下", "阶下", "堂上", "厅上", "楼上", "楼下",
+_PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前", "门里", "门首", "门口", "帐前", "帐下", "阶下", "堂上", "厅上", "楼上", "楼下",
            "城上", "城中", "两边", "身边", "身后", "身旁", "旁边", "阵上", "阵前", "树上", "岸上", "船上", "江边", "路边", "窗外", "屋里", "殿上",
            "城里", "城内", "城外", "寨里", "寨中", "庄上", "庄里", "山上", "山下", "店里", "府里", "府中", "县里",
            "正南上", "正北上", "正东上", "正西上", "东南上", "西南上", "东北上", "西北上"}  # fmt: skip
@@ -700,7 +700,7 @@ def _descriptor_starts(clause: str, relative_only: bool):
     # After a place phrase (后面一个近侍指道, 阵面上军士们), a relative clause (送饭的那个人), or a
     # verb of appearing (走出七八个军汉, 坐着一个人, 拥上三五百人).
     for i in range(1, min(len(clause), 10)):
-        if clause[i] not in _OPENER_FIRST and clause[i - 1] not in _LOCATIVE:
+        if clause[i] not in _OPENER_FIRST and clause[i - 1] not in _LOCATIVE and clause[:i] not in _PLACES:
             continue
         before = clause[:i]
         opener = _opener(clause, i)
@@ -708,9 +708,9 @@ def _descriptor_starts(clause: str, relative_only: bool):
             yield i  # (自引了卖刀的那汉: whom a done verb takes is its object)
         elif relative_only:
             continue
-        elif before[-1] in _LOCATIVE and (before in _PLACES or not any(ch in STOP for ch in before[:-1]) and (
+        elif before in _PLACES or before[-1] in _LOCATIVE and not any(ch in STOP for ch in before[:-1]) and (
             3 <= i <= 5 or (i == 2 and (clause[i] == "有" or before[0] in _PLACE_NOUNS))  # 山下有人来报, 关前一将
-        )):
+        ):
             yield i
         elif opener and (before[-1] in "出来着上" or (len(opener) > 1 and not any(ch in STOP or ch in _TAKES_OBJECT for ch in before))):
             yield i  # (but 又怕那两个公人不死: whom one fears is no subject)
