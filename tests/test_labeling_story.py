@@ -330,6 +330,9 @@ def test_a_man_who_names_himself_in_a_clause_of_its_own_after_his_master():
     # Someone else brought in before the clause, or in the same clause, owns the name.
     assert self_named("小人有个哥哥，姓王名三，在此间住。", names) is None
     assert self_named("小人的主人姓王名三。", names) is None
+    # His second sentence, after a first about himself, may give it; not after one about someone else.
+    assert self_named("小人是王头领手下耳目。小人姓朱名贵，原是沂州人氏。", names) == "朱贵"
+    assert self_named("王头领教我在此。小人姓朱名贵。", names) is None
     excerpt = "　　这汉撇了枪棒，便拜道：“小人有眼不识泰山。”\n"
     named = "　　这汉道：“小人乃是林冲的徒弟，姓曹名正，祖代屠户出身。”\n"
     assert speakers_in(excerpt + FILLER + named, excerpt, NAMES | {"曹正", "林冲"}) == ["曹正"]

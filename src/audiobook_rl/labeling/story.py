@@ -155,8 +155,17 @@ def is_descriptor(word: str, names: Names | None = None) -> bool:
 def self_named(content: str, names: Names) -> str | None:
     """The name a line gives its speaker (``小人姓刘名唐，…`` → 刘唐, ``小可便是赤发鬼刘唐`` → 刘唐,
     ``俺是杀人的太岁鲁智深、武松的便是`` → 鲁智深、武松, ``唐斌在此`` → 唐斌), or None. The name must
-    end the phrase: ``小人是王都尉亲随`` names the speaker's master, not the speaker."""
-    first = re.split(r"[。！？!?]", content, maxsplit=1)[0]
+    end the phrase: ``小人是王都尉亲随`` names the speaker's master, not the speaker. A second sentence
+    that speaks of himself again after a first that did may give it (``小人是王头领手下耳目。小人姓朱名贵``)."""
+    first, second = (re.split(r"[。！？!?]", content, maxsplit=2) + ["", ""])[:2]
+    name = _named_in(first, names)
+    if name is None and _OPENS_WITH_I.match(first) and _OPENS_WITH_I.match(second):
+        name = _named_in(second, names)
+    return name
+
+
+def _named_in(first: str, names: Names) -> str | None:
+    """The name one sentence of a line gives its speaker (see :func:`self_named`)."""
     here = _HERE.match(first)
     if here and not is_descriptor(here.group(1), names):
         name = next((m for m in names.names_in(here.group(1)) if m.end() == len(here.group(1))), None)
