@@ -116,6 +116,7 @@ _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\
 # A post before a title, as the subject of a speech tag (住持真人向前禀道, 监宫真人道).
 _POSTED = re.compile(f"(?![那这此一两二三四五六七八九十几数众诸])([{_CJK}]{{2}})(" + "|".join(_TITLES) + ")(?![{_CJK}]{0,1}[、和])")
 _DOING = set("吃喝讨要取买卖拿送请寻问叫")
+_GOING = set("到去来往投入进出回奔")  # (径到知县衙内诉告: where one goes, no post before the title)
 # A new household (奔到一个大庄院): its master is another 太公 or 员外 than the one of the last.
 _NEW_HOUSE = re.compile("(?:一个|一所|一座|一处)大?(?:庄院|庄子|村坊|庄上)")
 _MASTERS = ("太公", "员外")
@@ -387,7 +388,7 @@ class Story:
         for match in _TAGGED_QUOTE.finditer(text):
             clause = re.split(r"[，,]", match.group(1))[-1]
             post = _POSTED.match(strip_lead(clause))
-            if post and not any(ch in STOP for ch in post.group(1)) and not is_surname(post.group()) and not names.name_at(post.group(1), 0):
+            if post and not any(ch in STOP or ch in _GOING for ch in post.group(1)) and not is_surname(post.group()) and not names.name_at(post.group(1), 0):
                 add(post.group(2), match.end(1), _NAMED, post.group())  # 住持真人向前禀道: 真人 is he from then on
             head = next((h for h in _HEADS if re.search(f"(?:那|这)[{_CJK}]{{0,4}}?{h}", clause)), None)
             name = head and self_named(match.group(2), names)
