@@ -240,10 +240,8 @@ def test_a_title_a_tag_gives_a_post_is_that_post_holder_from_then_on():
     assert speakers_in(named + posted + FILLER + excerpt, excerpt, names) == ["住持真人"]
     assert speakers_in(named + FILLER * 2 + excerpt, excerpt, names) == ["张真人"]
     # Where one goes before a title is no post (径到知县衙内诉告: the magistrate's office).
-    went = "　　那娼妓径到知县衙内诉告：“雷横殴打父亲。”
-"
-    magistrate = "　　知县听了，大怒道：“快写状来！”
-"
+    went = "　　那娼妓叫一乘轿子，径到知县衙内诉告：“雷横殴打父亲。”\n"
+    magistrate = "　　知县听了，大怒道：“快写状来！”\n"
     assert "径到知县" not in speakers_in(went + magistrate, magistrate, names)
 
 
