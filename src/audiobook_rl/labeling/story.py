@@ -97,8 +97,8 @@ _AFTER_DESCRIPTOR = re.compile(
 )
 # The narrator asks and answers (说话的，那人是谁？便是吴学究所荐的…节级戴院长戴宗): the name ending the answer.
 _WHO_WAS = re.compile(
-    f"(?:那|这)(?:个)?[{_CJK}]{{0,4}}?(" + "|".join(_HEADS) + f")(?:是谁|却是谁|是甚人|是甚么人|是何人)[？?]"
-    f"(?:便是|正是|却是|乃是|原来是|原来便是)([^。！？!?\n“”]{{1,40}})"
+    f"(?:那|这)(?:个)?[{_CJK}]{{0,4}}?(" + "|".join(_HEADS) + ")(?:是谁|却是谁|是甚人|是甚么人|是何人)[？?]"
+    "(?:便是|正是|却是|乃是|原来是|原来便是)([^。！？!?\n“”]{1,40})"
 )
 _WOMAN_DESCRIPTOR = re.compile("(?:那|这|此)(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
 # A speaker naming himself: 小人姓刘名唐 / 小可便是赤发鬼刘唐 / 小将呼延灼的便是.
