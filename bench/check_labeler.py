@@ -24,8 +24,8 @@ against reference scripts built from the labels: the labeler's own segments with
 first right name, the other right names folded into it as aliases of that excerpt; a quote left
 unlabelled (``"speaker": null``) keeps the labeler's speaker there and is not counted per quote.
 
-The sets up to ``check16`` hold 水浒传 excerpts: offsets into the plain-text copy that sits beside the repository as
-``../shared/data/shuihuzhuan.txt`` (pass it with ``--novel``; each set records its checksum, and the
+The sets up to ``check16``, ``check21`` and ``check22`` hold 水浒传 excerpts: offsets into the
+plain-text copy that sits beside the repository as ``../shared/data/shuihuzhuan.txt`` (pass it with ``--novel``; each set records its checksum, and the
 novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
 on. ``check.json`` (odd chapters), ``check2.json`` to ``check16.json`` were each drawn apart from every
 excerpt looked at before and labelled by reading the novel around them before the labeler ran on them;
@@ -39,7 +39,12 @@ rule change and measured once, and their errors and those of ``check11`` and ``c
 ``rules-v12``; ``check15`` (500 characters or more away too) was drawn and labelled before those rules
 were written and measured once after them, and its errors gave ``rules-v13``, before which ``check16``
 (500 characters or more from every earlier excerpt, ``check15`` included) was drawn and labelled in
-the same way; its errors gave ``rules-v14`` (the README's "Measured" table gives the numbers).
+the same way; its errors gave ``rules-v14``. ``check21`` (the excerpts of the text left 100 to 300
+characters from every earlier excerpt and seeded draw) was measured once with ``rules-v18``, and its
+errors gave ``rules-v19``; ``check22`` (100 characters or more from all of them, check21 included,
+picked for descriptor tags) was labelled while ``rules-v19`` was frozen, measured once with it, and its
+errors gave ``rules-v20``. Quoted words nobody says are their own kind there, ``not speech`` (the
+README's "Measured" table gives the numbers).
 
 ``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not
 written on: 西游记, 红楼梦, 三国演义 and 隋唐演义, the plain-text files ``data/<name>.txt`` of the same
