@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from audiobook_rl.errors import UserError
+from audiobook_rl.training import checkpoints as ckpt
 from audiobook_rl.training.checkpoints import STATE, saved_steps
 from audiobook_rl.training.export_local import export_local
 from audiobook_rl.training.local_grpo import train_local
@@ -98,6 +99,35 @@ def test_resume_after_kill_equals_uninterrupted_run(setup, uninterrupted, tmp_pa
     wa, wb = load_file(root_a / "step_3" / "model.safetensors"), load_file(root_b / "step_3" / "model.safetensors")
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert a["step"] == 3
+
+
+class _Killed(BaseException):
+    """A kill at one exact point of a training run (not an Exception: nothing catches it)."""
+
+
+@pytest.mark.parametrize("when", ["after", "before"])
+def test_a_kill_next_to_a_checkpoint_loses_no_metrics_line(setup, uninterrupted, tmp_path, monkeypatch, when):
+    """Killed right after the step-2 checkpoint is written (or right before), the resumed run writes
+    the same lines as one never killed: none missing, none twice."""
+    base, rows = setup
+    root_a, _ = uninterrupted
+    root = tmp_path / "run"
+    save = ckpt.save_checkpoint
+
+    def killed_at_step_2(root, step, *args):
+        if step == 2 and when == "before":
+            raise _Killed
+        saved = save(root, step, *args)
+        if step == 2:
+            raise _Killed
+        return saved
+
+    monkeypatch.setattr(ckpt, "save_checkpoint", killed_at_step_2)
+    with pytest.raises(_Killed):
+        _train(base, rows, root)
+    monkeypatch.setattr(ckpt, "save_checkpoint", save)
+    _train(base, rows, root)
+    assert _untimed(_metrics(root)) == _untimed(_metrics(root_a))
 
 
 def test_other_settings_start_over_instead_of_resuming(setup, tmp_path):

@@ -291,13 +291,16 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
                     previous = best_step(earlier)
                     if previous and previous % settings["save_freq"] and previous in ckpt.saved_steps(root):
                         ckpt.remove_checkpoint(root, previous)
-            if saved:
-                ckpt.save_checkpoint(root, step, model, tokenizer, optimizer)
             record["seconds"] = time.monotonic() - t0
             collapsed = collapse(ckpt.read_metrics(root) + [record], settings["collapse_patience"])
             if collapsed and step < total:
                 record["collapse"] = collapsed[1]
+            # The step's line goes to disk before its checkpoint: a run killed between the two resumes
+            # from the checkpoint before, drops the line and writes it again, where the other order
+            # would resume after the step and never write its line.
             ckpt.append_metrics(root, record)
+            if saved:
+                ckpt.save_checkpoint(root, step, model, tokenizer, optimizer)
             log.info(
                 "step %d/%d: reward %.3f  loss %+.4f  clip %.3f  len %.0f  %.0f tok/s  %.1f s%s%s",
                 step, total, record["train_reward"], record["loss"], record["clip_frac"], record["response_length"],
