@@ -385,3 +385,88 @@ def test_someone_at_the_gate_is_someone_the_next_sentence_may_reveal():
     assert speakers_in(FILLER + excerpt, excerpt, names) == ["陆虞候"]
     nobody = "　　林冲闷闷不已，懒上街去。听得门首有人叫道：“教头在家么？”林冲出来看时，不见一人。\n"
     assert speakers_in(FILLER + nobody, nobody, names) == ["有人"]
+
+
+# rules-v21, written while check23 was labelled
+def test_two_of_a_titled_kind_are_that_kind_not_the_one_last_named_with_the_title():
+    names = NAMES | {"刘知寨", "花知寨"}
+    excerpt = "　　刘知寨听了，心中大怒。两个教头道：“着他一箭时，射个透明窟窿。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["教头"]
+    # Two names seen together are still whom 二人 stands for.
+    pair = "　　宋江、武松吃了一回酒。二人道：“且去歇了。”\n"
+    assert speakers_in(FILLER + pair, pair, names) == ["宋江、武松"]
+
+
+def test_a_bare_person_asked_the_way_answers_as_someone_unnamed():
+    excerpt = "　　鲁智深奔到城里，路傍借问州衙在那里，人指道：“只过州桥，投东便是。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt) == ["人"]
+    # 人报道 is a messenger, as before.
+    report = "　　次早天明，只见人报道：“林教头相访。”\n"
+    assert speakers_in(FILLER + report, report) != ["人"]
+
+
+def test_a_wife_named_by_her_husband_is_the_woman_of_later_tags():
+    names = NAMES | {"林冲"}
+    named = "　　只见林冲的娘子号天哭地叫将来。\n"
+    excerpt = "　　那妇人听罢，哭将起来，说道：“丈夫！我不曾有半些儿点污。”\n"
+    assert speakers_in(named + FILLER + excerpt, excerpt, names) == ["林冲娘子"]
+    # Without her being named so, she stays 妇人; her husband's name alone names no woman.
+    plain = "　　只见林冲哭将来。\n"
+    assert speakers_in(plain + FILLER + excerpt, excerpt, names) == ["妇人"]
+
+
+def test_a_woman_called_by_name_in_the_line_spoken_to_her_is_named():
+    names = NAMES | {"段三娘", "范全"}
+    excerpt = "　　范全连忙向那女子道：“三娘拜揖。”那女子道：“出色的好拳脚！”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["范全", "段三娘"]
+    # Where two names end so, the word called is her name (扈三娘 and 段三娘).
+    assert speakers_in(FILLER + excerpt, excerpt, names | {"扈三娘"}) == ["范全", "三娘"]
+    # A greeting that calls her by no name names nobody.
+    greeting = "　　范全连忙向那女子道：“娘子拜揖。”那女子道：“出色的好拳脚！”\n"
+    assert speakers_in(FILLER + greeting, greeting, names) == ["范全", "女子"]
+
+
+# rules-v22, from check23 while check24 was labelled
+def test_one_who_could_not_withstand_someone_goes_on_to_speak():
+    names = NAMES | {"阎婆"}
+    excerpt = "　　宋江是个快性的人，吃那婆子缠不过，便道：“你放了手，我去便了。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["宋江"]
+    # The one by whom something is done still speaks when the tag says he did it (被武松揪住，喝道).
+    done = "　　王婆正待要走，被武松揪住，喝道：“你这婆子休走！”\n"
+    assert speakers_in(FILLER + done, done, names) == ["武松"]
+
+
+def test_the_one_a_noise_stirs_is_the_one_who_comes_out_and_asks():
+    excerpt = "　　众人都大笑，却惊动了宋江，走出来问道：“众兄弟笑甚么？”\n"
+    assert speakers_in(FILLER + excerpt, excerpt) == ["宋江"]
+
+
+def test_the_one_being_shaken_is_no_speaker():
+    names = NAMES | {"婆惜"}
+    novel = "　　阎婆有个女儿婆惜。\n" + FILLER
+    excerpt = "　　宋江心内自慌，把手去摇那妇人道：“你看我日前的面，还我招文袋。”\n"
+    assert speakers_in(novel + excerpt, excerpt, names) == ["宋江"]
+
+
+# rules-v23, from check24
+def test_a_man_who_says_his_name_anywhere_in_his_line_is_named():
+    names = NAMES | {"李逵", "李鬼"}
+    said = "　　那汉道：“小人虽然姓李，不是真的黑旋风。但有孤单客人经过，便撇了行李奔走了去。小人自己的贱名叫做李鬼，只在这前村住。”\n"
+    excerpt = "　　那汉又道：“爷爷饶命！”\n"
+    assert speakers_in(said + excerpt, excerpt, names) == ["李鬼"]
+    # Someone else's name said in the line is not his (小人的哥哥…).
+    other = "　　那汉道：“小人虽然姓李，不是真的黑旋风。小人有个哥哥，贱名叫做李鬼，只在这前村住。”\n"
+    assert speakers_in(other + excerpt, excerpt, names) == ["那汉"]
+
+
+def test_two_guards_are_the_two_named_when_they_were_sent():
+    names = NAMES | {"张千", "李万"}
+    sent = "　　当厅带上行枷，押了一道牒文，差两个防送公人，无非是张千、李万。\n"
+    excerpt = "　　两个公人道：“押司，这里又无外人，快活睡一夜。”\n"
+    assert speakers_in(sent + FILLER * 10 + excerpt, excerpt, names) == ["张千、李万"]
+    # Not guards sent without names, nor one guard, nor long after.
+    unnamed = "　　当厅带上行枷，差两个防送公人监押前去。\n"
+    assert speakers_in(sent + FILLER * 10 + unnamed + FILLER + excerpt, excerpt, names) == ["公人"]
+    one = "　　一个公人道：“押司，这里又无外人。”\n"
+    assert speakers_in(sent + FILLER + one, one, names) == ["公人"]
+    assert speakers_in(sent + FILLER * 700 + excerpt, excerpt, names) == ["公人"]

@@ -111,7 +111,8 @@ _INNER_DESCRIPTOR = re.compile(
     + _LONG_NOUNS
     + ")[\u4e00-\u9fff]{0,4}?(?:道|说|问|叫|喝|骂)[：:，,]?$"
 )
-_OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推")
+_TWO_ESCORTS = re.compile("(?:两个|二|两)(?:防送)?公人")
+_OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推摇")
 # Before a name in a sentence with no commas, what makes it an object (扯住晋王, 追赶夏主, 禀萧后,
 # 待贾润甫, 是自己母亲, 为蒲州刺史, 知杨义臣) or part of a group (童佩之、金国俊).
 _BEFORE_AN_OBJECT = _OBJECT_BEFORE | set("住着了赶追遇随禀奏告谓劝谢拜请唤叫命差令教使知待为是、")
@@ -225,7 +226,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v20"
+    model = "rules-v23"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -564,6 +565,8 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     if word and word not in NOT_NAMES and word[0] not in _NOT_FIRST_IN_ROLE and not any(ch in _NOT_IN_ROLE for ch in word[1:]) \
             and strip_lead(word) in (word, word[1:]) and word + "了" not in state.story.text:
         name = word  # 都寺便道, 老小说道: a sentence that is only a word and the verb (not 又读道, 当日禀道, 发落道)
+    if name == "公人" and state.story and _TWO_ESCORTS.search(verb):
+        name = state.story.escorts(state.pos) or name  # 两个公人道 → 张千、李万, named when they were sent
     return _resolve(name, state) if name else _carried(verb, state)
 
 

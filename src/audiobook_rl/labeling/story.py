@@ -81,6 +81,7 @@ _COMES_OUT = re.compile("(?:走出|转出|闪出|撞出|跳出|出来)(?:那|这
 # A wife who is the subject of a clause (老婆听的声唤): another woman than the one bound, if that one
 # did not come up just before.
 _MOTHER = "(?:的)?(?:母亲|老母|娘)(?![子儿亲])"
+_WIFE_OF = "的?(?:娘子|浑家)(?![”’])"
 _WIFE = re.compile("(?<=[，,。：:；;！？\n　])(?:老婆|浑家|妻子)(?![”’])")
 # A woman named formally (有个使女，小名唤做潘金莲; 因此小字唤做巧云; 叫做玉兰) or by her role (有个女儿婆惜,
 # 娘子贾氏, 郡主琼英); servants named by their role are left out: the mistress of the house is the 妇人
@@ -106,11 +107,19 @@ _I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在
 _SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|复?姓)")
 _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJK}]{{2,4}}?)(?:的便是|便是|是也)")
 _OPENS_WITH_I = re.compile(f"^{_I}")
+# A speaker's name anywhere in his line, said as his name (小人自己的贱名叫做李鬼).
+_MY_NAME = re.compile(f"{_I}(?:自己)?的?(?:贱名|贱姓名|小名|名字|姓名)(?:叫做|唤做|叫|是)([{_CJK}]{{2,4}})")
 # Words before 姓…名… that make it someone else's name (小人的主人姓…, 小人有个哥哥姓…).
 _OTHER_PERSON = re.compile("的|他|其|父|母|兄|弟|哥|姐|妹|妻|主|有个|有一个|认得|是")
 # … in an earlier clause, only these do, and 的 right after 小人 (小人的主人，姓…); 小人是…林冲的徒弟，姓曹名正
 # is his own name.
 _OTHER_BEFORE = re.compile("有个|有一个|认得|他|其")
+# Someone called by name in the line spoken to them (范全连忙向那女子道：“三娘拜揖。” → 那女子 is 三娘).
+_SPOKEN_TO = re.compile(f"(?:向|对|问|与)((?:那|这)(?:个)?[{_CJK}]{{0,3}}?(?:" + "|".join(_HEADS) + "))(?:[说问]?道|[说叫]|答道)$")
+_CALLING = re.compile("[，,！!。]|拜揖|万福|请|休|且")
+# Two guards sent with a prisoner, and their names if the text gives them right after.
+_SENT = re.compile("差(?:两个|二)(?:防送)?公人")
+_PAIR_NAMED = re.compile(f"[^。“”]{{0,6}}?(?:[。，,]两个人)?(?:无非是|免不得是|乃是|却是|是|叫做|叫|唤做)([{_CJK}]{{2}})、([{_CJK}]{{2}})")
 _HERE = re.compile(f"^([{_CJK}]{{2,10}}?)(?:在此|在这里|来也)")
 _TAGGED_QUOTE = re.compile("([^。！？!?“”\n]{1,40}?)[：:，,]?“([^”\n]{0,80})")
 # A post before a title, as the subject of a speech tag (住持真人向前禀道, 监宫真人道).
@@ -253,6 +262,13 @@ class Story:
                 return named
         return name
 
+    def escorts(self, pos: int, reach: int = 15000) -> str | None:
+        """The two guards sent with a prisoner, as the text named them when they were sent
+        (差两个防送公人，无非是张千、李万 → 张千、李万), if the last two sent before ``pos`` were named and
+        sent within ``reach`` characters."""
+        k = bisect.bisect_left(self._escorts, (pos,)) - 1
+        return self._escorts[k][1] if k >= 0 and pos - self._escorts[k][0] <= reach else None
+
     def full_name(self, word: str, pos: int, reach: int = 3000) -> str | None:
         """The name ``word`` cuts short at ``pos`` (四郎 → 赵四郎, 邦喜 → 牛邦喜): the last one the text
         spelled out before, a surname and the word."""
@@ -363,6 +379,11 @@ class Story:
             if not _inside(quoted, match.start()):
                 add("old woman", match.start(), _NAMED, match.group())
 
+        # A wife named by her husband (只见林冲的娘子号天哭地叫将来 … 那妇人…说道): the woman of the scene.
+        for match in re.finditer("(?:" + "|".join(map(re.escape, sons)) + ")" + _WIFE_OF if sons else "(?!)", text):
+            if not _inside(quoted, match.start()):
+                add("woman", match.start(), _NAMED, match.group().replace("的", ""))
+
         # The bare word again, outside quotes (长老道, 那和尚): the one bound goes on being meant.
         kept = [h for h, kind in _KIND_OF.items() if kind in _KEPT_BY_MENTION]
         for match in re.finditer("|".join(sorted(kept, key=len, reverse=True)), text):
@@ -392,8 +413,17 @@ class Story:
                 add(post.group(2), match.end(1), _NAMED, post.group())  # 住持真人向前禀道: 真人 is he from then on
             head = next((h for h in _HEADS if re.search(f"(?:那|这)[{_CJK}]{{0,4}}?{h}", clause)), None)
             name = head and self_named(match.group(2), names)
+            if head and not name:
+                close = text.find("”", match.end(1))
+                mine = _MY_NAME.search(text, match.end(1), close if close != -1 else match.end())
+                name = mine and names.name_at(mine.group(1), 0)  # …小人自己的贱名叫做李鬼，只在这前村住。
+                name = name if name and is_surname(name) and not is_descriptor(name, names) else None
             if name:
                 add(_key(head), match.end(1), _NAMED, name)
+            spoken_to = _SPOKEN_TO.search(clause)
+            called = spoken_to and _called_by(match.group(2), names)
+            if called and head_of(spoken_to.group(1)) and not MANY.match(spoken_to.group(1)):
+                add(_key(head_of(spoken_to.group(1))), match.end(1), _NAMED, called)  # 范全向那女子道：“三娘拜揖。”
 
         # New people of a kind.
         for kind, heads in KINDS.items():
@@ -421,6 +451,13 @@ class Story:
                 continue
             named = [name for pos, name in magistrates.get(county, []) if pos < match.start()]
             add("知县", match.start(), *((_NAMED, named[-1]) if named else (_ELSEWHERE,)))
+
+        # Guards sent with a prisoner: named (两个人是董超、薛霸) or not (a later pair unnamed).
+        self._escorts = []
+        for match in _SENT.finditer(text):
+            pair = _PAIR_NAMED.match(text, match.end())
+            named = pair and all(is_surname(w) and _is_name(w, names) for w in pair.groups())
+            self._escorts.append((match.start(), "、".join(pair.groups()) if named else None))
 
         for key, found in events.items():
             self._timelines[key] = _timeline(sorted(found, key=lambda e: (e[0], e[1])), _KIND_OF.get(key, key))
@@ -505,6 +542,21 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     if name and re.match(f"[{_CJK}]{{3}}", after[name.end() :]):
         return None  # 正是蒋门神初来孟州新娶的妾: his concubine, not 蒋门神
     return name.group() if name and is_surname(name.group()) and not is_descriptor(name.group()) else None
+
+
+def _called_by(content: str, names: Names) -> str | None:
+    """The name a line opens by calling, then a pause or a greeting (“三娘拜揖。” → 三娘): a name the
+    lexicon knows, or the end of one it knows with a surname (三娘 of 段三娘 and of 扈三娘), the whole
+    name where only one ends so."""
+    name = names.name_at(content, 0)
+    if name is None:
+        word = next((content[:k] for k in (3, 2) if _CALLING.match(content, k)), "")
+        whole = [n for n in names.names if len(n) > len(word) and n.endswith(word) and is_surname(n)] if _is_name(word, names) else []
+        name = (whole[0] if len(whole) == 1 else word) if whole else None
+        return name if name and not is_descriptor(name, names) else None
+    if "、" in name or is_descriptor(name, names):
+        return None
+    return name if _CALLING.match(content, len(name)) else None
 
 
 def _apposed(rest: str, names: Names) -> str | None:

@@ -107,6 +107,8 @@ _PLACES = {"外面", "里面", "后面", "前面", "背后", "门外", "门前",
            "正南上", "正北上", "正东上", "正西上", "东南上", "西南上", "东北上", "西北上"}  # fmt: skip
 # Nouns of places that take a locative (关前, 寨里, 船头上): with it they set the scene before a subject.
 _PLACE_NOUNS = set("关寨营城门阵殿庄山岭桥江河船店庙寺堂厅楼帐林坡岸树路窗屋府县街巷")
+# A bare 人 as the subject of a speech verb: whoever was asked, or people there (人指道, 只见人都道, 人应道).
+_SOMEONE = re.compile("人(?:都|皆|也|便|就|却|多)?(?:指|应|答|回|说|叫|喝)?(?:道|说)")
 _PICKED = re.compile(rf"^[^，,]{{0,6}}?(?:中|内)(?=[{_NUMERAL}]+(?:个|名|位))")
 # What is left of a clause after its subject when the subject stands right before the verb, a
 # doubled sound allowed before it (卞祥呵呵大笑道).
@@ -117,6 +119,7 @@ _AFTER_NAME = re.compile(
     r"(?:道|说|问|曰|奏|禀|叫|喝|报)[：:，,]?$"
 )
 _PASSIVE = set("被吃")
+_STIRRED = re.compile("惊动(?:了)?|惊起(?:了)?|惊醒(?:了)?")  # (惊动了宋江: whom it stirs is the one who acts next)
 _ASKING = "问对向与跟朝同给替让叫唤请"  # (问烧香的道: the one who burns incense is asked, not asking)
 _MOVING = set("奔跑走赶回来进入")  # a descriptor that comes or goes is the one acting (逃难军士奔回来报)
 _SEEING = set("见看说叫问骂打听")  # (a longer place before a verb of appearing: 官道旁边酒店里钻出施恩来)
@@ -327,9 +330,16 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
         ending = [m.group() for m in names.names_in(clause) if m.end() == len(clause) and not common_noun(m.group())]
         return _names_at(clause, names) or (ending[-1] if ending else clause)  # 且说道君天子，… (宛州守将刘敏 → 刘敏)
     if clause[:1] in _PASSIVE and (names.name_at(clause, 1) or clause[1:2] in "那这"):
+        if not verb_clause and clause.endswith(("不过", "不住")):
+            return None  # 宋江…，吃那婆子缠不过，便道: the one who could not withstand it goes on
         clause = clause[1:]  # 吃那婆子拦住道: the one who does it speaks
+    stirred = _STIRRED.match(clause)
+    if stirred and names.name_at(clause, stirred.end()):
+        return _names_at(clause[stirred.end() :], names)  # 众人都大笑，却惊动了宋江，走出来问道: he acts next
     if clause[:1] == "众" and clause[1:2] in "皆都齐各尽一":
         return "众人"  # 众皆起身道
+    if verb_clause and _SOMEONE.match(clause):
+        return "人"  # 路傍借问州衙在那里，人指道: someone there, no one named
     seeing = next((w for w in ("又见", "早见", "见") if verb_clause and clause.startswith(w)), "")
     clause = clause[len(seeing) :]  # 又见殿帅孙安上殿启奏
     place = next((i + 1 for i in range(1, 10) if clause[i : i + 1] in _LOCATIVE and clause[i + 1 :].startswith(_APPEARING)
@@ -357,9 +367,10 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
         clause = clause[1:]  # 那两个道: the two just spoken of
     for word in COLLECTIVES if clause.startswith(COLLECTIVES) else ():
         after = clause[len(word) :]
-        described = _head_prefix(after) and after[:1] not in _VERB_CHARS | LISTENER_MARKERS
+        head = _head_prefix(after)
+        described = head and (after[:1] not in _VERB_CHARS | LISTENER_MARKERS or len(head) >= 2 and head in PERSON_HEADS)
         if clause.startswith(word) and not (names.name_at(clause, len(word)) or described or _PICKED.match(clause)):
-            return word  # 二人道 (but 两个公人道 is a descriptor; 两个邀老都管…: a verb and its object)
+            return word  # 二人道 (but 两个公人道, 两个教头道 are descriptors; 两个邀老都管…: a verb and its object)
     pronoun = next((p for p in PRONOUNS if clause.startswith(p)), None) if clause.startswith(PRONOUNS) else None
     if pronoun and clause[len(pronoun) : len(pronoun) + 1] not in _BODY_OR_PLACE:
         return pronoun  # (but 他身后那大汉道: behind him, the big man speaks)
