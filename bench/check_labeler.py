@@ -24,7 +24,7 @@ against reference scripts built from the labels: the labeler's own segments with
 first right name, the other right names folded into it as aliases of that excerpt; a quote left
 unlabelled (``"speaker": null``) keeps the labeler's speaker there and is not counted per quote.
 
-The sets up to ``check16``, ``check21`` and ``check22`` hold 水浒传 excerpts: offsets into the
+The sets up to ``check16`` and ``check21`` to ``check24`` hold 水浒传 excerpts: offsets into the
 plain-text copy that sits beside the repository as ``../shared/data/shuihuzhuan.txt`` (pass it with
 ``--novel``; each set records its checksum, and the novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
 on. ``check.json`` (odd chapters), ``check2.json`` to ``check16.json`` were each drawn apart from every
@@ -43,7 +43,9 @@ the same way; its errors gave ``rules-v14``. ``check21`` (the excerpts of the te
 characters from every earlier excerpt and seeded draw) was measured once with ``rules-v18``, and its
 errors gave ``rules-v19``; ``check22`` (100 characters or more from all of them, check21 included,
 picked for descriptor tags) was labelled while ``rules-v19`` was frozen, measured once with it, and its
-errors gave ``rules-v20``. Quoted words nobody says are their own kind there, ``not speech`` (the
+errors gave ``rules-v20``; ``check23`` and ``check24`` (the excerpts with descriptor tags that overlap no
+earlier excerpt or seeded draw) were labelled while ``rules-v21`` and ``rules-v22`` were written, each
+measured once with them, and their errors gave ``rules-v22`` and ``rules-v23``. Quoted words nobody says are their own kind there, ``not speech`` (the
 README's "Measured" table gives the numbers).
 
 ``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not
