@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -260,3 +261,48 @@ def test_the_step_record_is_on_disk_by_each_step_and_keeps_one_line_per_step_acr
     assert recorded_steps(out / "steps.jsonl") == [0, 1, 2, 3, 4, 5, 6]
     assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6]
     assert [m["step"] for m in metrics if "val_reward" in m] == [0, 2, 4, 6]
+
+
+def test_a_kill_right_after_a_checkpoint_loses_no_step_of_the_record(tmp_path, backend, monkeypatch):
+    """Agent Lightning's loop saves a step's checkpoint before it logs the step; killed between the two,
+    a resumed run would start after a step whose training metrics were never written."""
+    from agentlightning.verl.trainer import AgentLightningTrainer
+
+    save = AgentLightningTrainer._save_checkpoint
+
+    def save_then_die(self):
+        save(self)
+        if self.global_steps == 4 and not getattr(self, "resumed", False):
+            raise Killed(4)  # the checkpoint of step 4 is complete
+
+    monkeypatch.setattr(AgentLightningTrainer, "_save_checkpoint", save_then_die)
+    out = tmp_path / "train"
+    backend()
+    with pytest.raises(Killed):
+        run(out)
+    assert (out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
+    monkeypatch.setattr(AgentLightningTrainer, "resumed", True, raising=False)
+    backend()
+    metrics, _ = run(out)
+    assert [m["step"] for m in metrics] == [0, 1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in metrics if "train_reward" in m] == [1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in metrics if "val_reward" in m] == [0, 2, 4, 6]
+
+
+def test_a_checkpoint_write_is_no_part_of_any_steps_seconds(tmp_path, backend, monkeypatch):
+    from helpers.agl_loop import StubWorkers
+
+    WRITE_S = 2.5  # longer than any stubbed step, validation included, on a slow machine
+    write = StubWorkers.save_checkpoint
+
+    def slow_write(self, *args, **kwargs):
+        time.sleep(WRITE_S)
+        write(self, *args, **kwargs)
+
+    monkeypatch.setattr(StubWorkers, "save_checkpoint", slow_write)
+    backend()
+    metrics, _ = run(tmp_path / "train")
+    seconds = {m["step"]: m["seconds"] for m in metrics if "seconds" in m}
+    # steps 2, 4 and 6 are saved: neither they nor the steps after them take the write's time
+    assert all(seconds[s] < WRITE_S for s in (2, 3, 4, 5, 6)), seconds
+

@@ -10,7 +10,8 @@ which writes ``{"step": N, "seconds": s, "data": {...}}`` lines:
 - one line per step: a step logged again (the validation of the step a resumed run starts from)
   updates its line, and a resumed run first drops the lines of the steps it will redo (:func:`keep_steps`);
 - ``seconds`` is the wall time from the end of the previous logged step (or of the validation a
-  run starts with) to the end of this one: rollouts, update, validation and checkpoint together.
+  run starts with) to the end of this one: rollouts, update and validation together; the checkpoint
+  written after a step is logged (:mod:`.trainer`) is no part of it, nor of the next step's.
 
 Key names are those of Agent Lightning 0.3.0's trainer and daemon on verl 0.6.1
 (``agentlightning/verl/trainer.py``, ``daemon.py``, ``verl/workers/actor/dp_actor.py``).
@@ -62,6 +63,10 @@ class StepRecord:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.since = time.monotonic()
+
+    def restart_clock(self) -> None:
+        """Start the next step's ``seconds`` now (after work that belongs to no step)."""
         self.since = time.monotonic()
 
     def log(self, step: int, data: dict) -> None:

@@ -26,6 +26,12 @@ mean per micro-batch.
 itself; for the duration of ``fit`` that name in Agent Lightning's module is a ``Tracking`` that
 also hands every logged step to :class:`.metrics.StepRecord`, at the path
 :data:`.environment.STEP_RECORD` names.
+
+**The checkpoint after the record.** Agent Lightning 0.3.0's ``fit`` saves a step's checkpoint before
+it logs the step's metrics: a run killed between the two resumes after a step whose training metrics
+were never written (the resumed run validates that step again, so its line would hold the validation
+alone). Within ``fit`` the save waits until the step is logged, and is made right after: a run killed
+before it resumes from the checkpoint before and redoes the step, whose line the resume drops.
 """
 
 from __future__ import annotations
@@ -60,8 +66,25 @@ class SeedTrainer(AgentLightningTrainer):
         return DataProto(batch=tensors, non_tensor_batch=batch.non_tensor_batch, meta_info=batch.meta_info)
 
     def fit(self):
-        with _recording(StepRecord(os.environ[STEP_RECORD])):
-            return super().fit()
+        record = StepRecord(os.environ[STEP_RECORD])
+        self._checkpoint_due = None  # False outside fit: a save is made when asked
+        with _recording(record, after_log=lambda: self._save_due_checkpoint(record)):
+            self._checkpoint_due = False
+            try:
+                return super().fit()
+            finally:
+                self._checkpoint_due = None
+
+    def _save_checkpoint(self):
+        if getattr(self, "_checkpoint_due", None) is None:
+            return super()._save_checkpoint()
+        self._checkpoint_due = True  # made once the step is logged (see the module's docstring)
+
+    def _save_due_checkpoint(self, record: StepRecord) -> None:
+        if self._checkpoint_due:
+            self._checkpoint_due = False
+            super()._save_checkpoint()
+            record.restart_clock()  # (the write is no part of the next step's time)
 
 
 def token_mean_weights(response_mask: torch.Tensor, *, ranks: int, mini_rows: int, micro_rows: int) -> torch.Tensor:
@@ -88,8 +111,8 @@ def token_mean_weights(response_mask: torch.Tensor, *, ranks: int, mini_rows: in
 
 
 @contextmanager
-def _recording(record: StepRecord):
-    """Make Agent Lightning's training loop log every step to ``record`` too."""
+def _recording(record: StepRecord, after_log=None):
+    """Make Agent Lightning's training loop log every step to ``record`` too, then call ``after_log``."""
     loop = sys.modules[AgentLightningTrainer.__module__]
     tracking = loop.Tracking
 
@@ -97,6 +120,8 @@ def _recording(record: StepRecord):
         def log(self, data, step, backend=None):
             super().log(data=data, step=step, backend=backend)
             record.log(step, data)
+            if after_log:
+                after_log()
 
     loop.Tracking = RecordingTracking
     try:
