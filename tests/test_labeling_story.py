@@ -470,3 +470,29 @@ def test_two_guards_are_the_two_named_when_they_were_sent():
     one = "　　一个公人道：“押司，这里又无外人。”\n"
     assert speakers_in(sent + FILLER + one, one, names) == ["公人"]
     assert speakers_in(sent + FILLER * 700 + excerpt, excerpt, names) == ["公人"]
+
+
+# rules-v24, from the errors left in check23 and check24
+def test_someone_whose_voice_the_next_sentence_knows_is_that_man():
+    names = NAMES | {"赵能"}
+    excerpt = "　　只听的外面有人道：“都头，你可去庙里仔细搜一搜。”宋江听时，是赵能声音。\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["赵能"]
+    other = "　　只听的外面有人道：“都头，你可去庙里仔细搜一搜。”宋江听时，不是赵能声音。\n"
+    assert speakers_in(FILLER + other, other, names) == ["有人"]
+
+
+def test_whom_one_helps_up_is_no_speaker():
+    names = NAMES | {"花荣"}
+    excerpt = "　　宋江、花荣慌忙下马，扶起那两位壮士道：“介胄在身，未可讲礼。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["宋江、花荣"]
+    # The descriptor that does the speaking is still the speaker (宋江…，那两位壮士道).
+    spoken = "　　宋江、花荣慌忙下马，那两位壮士道：“介胄在身，未可讲礼。”\n"
+    assert speakers_in(FILLER + spoken, spoken, names) == ["壮士"]
+
+
+def test_of_two_who_ate_together_the_first_gives_the_instructions():
+    names = NAMES | {"燕青", "李逵"}
+    excerpt = "　　次日，燕青和李逵吃了些早饭，分付道：“哥哥，你只在这里等我。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["燕青"]
+    together = "　　次日，燕青和李逵吃了些早饭，齐声道：“我们去也。”\n"
+    assert speakers_in(FILLER + together, together, names) == ["燕青、李逵"]

@@ -111,6 +111,8 @@ _INNER_DESCRIPTOR = re.compile(
     + _LONG_NOUNS
     + ")[\u4e00-\u9fff]{0,4}?(?:道|说|问|叫|喝|骂)[：:，,]?$"
 )
+_INSTRUCTING = re.compile("(?:分付|吩咐|嘱咐|嘱付|叮嘱)")
+_RESULT = set("起住")  # after a verb of handling (扶起那两位壮士道: whom one helps up is no speaker)
 _TWO_ESCORTS = re.compile("(?:两个|二|两)(?:防送)?公人")
 _OBJECT_BEFORE = LISTENER_MARKERS | set("见看望骂打扶揪拖带引押拿捉杀踢推摇")
 # Before a name in a sentence with no commas, what makes it an object (扯住晋王, 追赶夏主, 禀萧后,
@@ -122,7 +124,7 @@ _COMMAND = re.compile("教|令|命|调|差|分付|吩咐|传令|拨|点|加封")
 _ORDERS = re.compile("传(?:下)?(?:将令|号令|军令)|传令")  # (随即传下将令，教三千匹马军…: orders to no one named)
 # Someone the tag does not name (一人, 一个人, 有人, 一个客人): the narration right after his words may.
 _INDEFINITE = re.compile("^(?:有)?(?:一|一个|一位|一条|一员)?(?:个)?人$|^(?:有)?(?:一个|一位|一条|一员)[\u4e00-\u9fff]{1,3}$")
-_REVEAL = re.compile("(?:却是|正是|原来是|原来却是|原来正是|乃是)([\u4e00-\u9fff]{2,9})[。！，,]")
+_REVEAL = re.compile("(?:却是|正是|原来是|原来却是|原来正是|乃是)([\u4e00-\u9fff]{2,9})[。！，,]|(?<![不])是([\u4e00-\u9fff]{2,4}?)的?声音")
 # Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
 _PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
@@ -226,7 +228,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v23"
+    model = "rules-v24"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -532,7 +534,8 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     heard = _HEARD.search(verb)
     name = heard and subject(verb[heard.end() :], lexicon, verb_clause=True)  # 宋江又听得那太公问道
     inner = _INNER_DESCRIPTOR.search(verb)
-    if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE:
+    held = inner and inner.start() >= 2 and verb[inner.start() - 1] in _RESULT and verb[inner.start() - 2] in _OBJECT_BEFORE
+    if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE and not held:
         name = inner.group(1)
     name = name or _given_alone(verb, lexicon, state)
     name = name or _news(clauses) or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
@@ -554,6 +557,8 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         name = "、".join(group)
     own = name
     name = name or _sentence_subject(clauses[:-1], lexicon) or _reporter(clauses, lexicon, len(clauses) - 1)
+    if name and not own and "、" in name and _INSTRUCTING.match(strip_lead(verb)):
+        name = name.split("、")[0]  # 燕青和李逵吃了些早饭，分付道: one of them gives the instructions, the first named
     if name and not own and _TOGETHER.search(verb) and "、" not in name and name not in COLLECTIVES + ("众人",):
         # 李逵随即叫众庄客人等认时，齐声叫道: one person cannot speak all at once; those he called do
         name = _group_object(clauses[:-1]) or name
@@ -712,7 +717,8 @@ def _revealed(state: _State, length: int, lexicon: Lexicon, reach: int = 2) -> s
             return None  # (someone speaks first: the exchange goes on)
         match = _REVEAL.search(sentence.split("“")[0])
         if match:
-            found = [m for m in lexicon.names_in(match.group(1)) if m.end() == len(match.group(1))]
+            said = match.group(1) or match.group(2)  # (宋江听时，是赵能声音: whose voice it was)
+            found = [m for m in lexicon.names_in(said) if m.end() == len(said)]
             name = found[-1].group() if found else None
             return name if name and _proper(name, lexicon) and not is_descriptor(name, lexicon) else None
     return None
