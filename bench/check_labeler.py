@@ -45,7 +45,7 @@ errors gave ``rules-v19``; ``check22`` (100 characters or more from all of them,
 picked for descriptor tags) was labelled while ``rules-v19`` was frozen, measured once with it, and its
 errors gave ``rules-v20``; ``check23`` and ``check24`` (the excerpts with descriptor tags that overlap no
 earlier excerpt or seeded draw) were labelled while ``rules-v21`` and ``rules-v22`` were written, each
-measured once with them, and their errors gave ``rules-v22`` and ``rules-v23``. Quoted words nobody says are their own kind there, ``not speech`` (the
+measured once with them, and their errors gave ``rules-v22`` to ``rules-v24``. Quoted words nobody says are their own kind there, ``not speech`` (the
 README's "Measured" table gives the numbers).
 
 ``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not
