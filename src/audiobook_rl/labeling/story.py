@@ -374,14 +374,15 @@ class Story:
                 add(match.group(), match.start(), _NAMED, name)
 
         # A mother named by her son (雷横的母亲正来送饭 … 那婆婆道): the old woman of the scene.
-        sons = sorted((n for n in names.names if is_surname(n) and not is_descriptor(n, names)), key=len, reverse=True)
-        for match in re.finditer("(?:" + "|".join(map(re.escape, sons)) + ")" + _MOTHER if sons else "(?!)", text):
-            if not _inside(quoted, match.start()):
-                add("old woman", match.start(), _NAMED, match.group())
-
         # A wife named by her husband (只见林冲的娘子号天哭地叫将来 … 那妇人…说道): the woman of the scene.
-        for match in re.finditer("(?:" + "|".join(map(re.escape, sons)) + ")" + _WIFE_OF if sons else "(?!)", text):
-            if not _inside(quoted, match.start()):
+        sons = sorted((n for n in names.names if is_surname(n) and not is_descriptor(n, names)), key=len, reverse=True)
+        kin = f"(?:{'|'.join(map(re.escape, sons))})(?:(?P<mother>{_MOTHER})|{_WIFE_OF})" if sons else "(?!)"
+        for match in re.finditer(kin, text):
+            if _inside(quoted, match.start()):
+                continue
+            if match.group("mother"):
+                add("old woman", match.start(), _NAMED, match.group())
+            else:
                 add("woman", match.start(), _NAMED, match.group().replace("的", ""))
 
         # The bare word again, outside quotes (长老道, 那和尚): the one bound goes on being meant.
