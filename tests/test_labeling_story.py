@@ -496,3 +496,48 @@ def test_of_two_who_ate_together_the_first_gives_the_instructions():
     assert speakers_in(FILLER + excerpt, excerpt, names) == ["燕青"]
     together = "　　次日，燕青和李逵吃了些早饭，齐声道：“我们去也。”\n"
     assert speakers_in(FILLER + together, together, names) == ["燕青、李逵"]
+
+
+# rules-v25, from the errors left in check23 and check24
+def test_a_bare_that_man_is_the_noun_the_narration_brought_him_in_by():
+    came = "　　众人说犹未了，只见一个军人，托着一个盒子入来。武松问道：“你是谁？”"
+    excerpt = "那人答道：“小人是管营家里梯己人。”\n"
+    assert speakers_in(came + excerpt, excerpt)[-1] == "军人"
+    reporter = "　　宋江便叫请那报事人到堂上问时，那人说道：“朝廷降诏，特来招安。”\n"
+    assert speakers_in(FILLER + reporter, reporter) == ["报事人"]
+    # Not the one who spoke the quote before (he is the other of the two), not after someone new
+    # with no noun came in, and not a 庄客 for 那汉.
+    answering = "　　只见一个大汉应道：“我们特地来接一个人。”那人道：“大哥却是等谁？”\n"
+    assert speakers_in(FILLER + answering, answering) == ["大汉", "那人"]
+    someone = "　　只见一个军人，托着一个盒子入来。少刻，又有一个人走将入来。武松问道：“你是谁？”"
+    assert speakers_in(someone + excerpt, excerpt)[-1] == "那人"
+    fellow = "　　那汉吃了一惊，把宋江揪住。那个提灯笼的庄客慌忙叫道：“不得无礼！”那汉道：“我只要打他。”\n"
+    assert speakers_in(FILLER + fellow, fellow)[-1] == "那汉"
+
+
+def test_a_man_who_says_what_people_call_him_is_named():
+    names = NAMES | {"焦挺", "刘唐", "李逵"}
+    called = "　　那汉道：“小人原是中山府人氏。山东、河北都叫我做没面目焦挺。”李逵道：“好！”"
+    excerpt = "那汉道：“我多时要投奔大寨入伙。”\n"
+    assert speakers_in(called + excerpt, excerpt, names)[-1] == "焦挺"
+    long_is = "　　那汉道：“小弟便是晁保正庄上曾拜识尊颜、蒙恩救了性命的赤发鬼刘唐便是。”宋江道：“贤弟！”"
+    assert speakers_in(long_is + excerpt, excerpt, names)[-1] == "刘唐"
+    # What people call someone else is not his name.
+    other = "　　那汉道：“山东、河北都叫他做没面目焦挺。”李逵道：“好！”"
+    assert speakers_in(other + excerpt, excerpt, names)[-1] == "那汉"
+
+
+def test_a_bare_that_man_answering_a_man_named_later_is_the_other_one():
+    names = NAMES | {"李俊"}
+    talk = "　　只见那三个内一个大汉应道：“我们特地上岭来接一个人。”那人道：“大哥却是等谁？”"
+    named = "那大汉道：“小弟姓李名俊，人都呼小弟做混江龙李俊便是。”\n"
+    assert speakers_in(talk + named, talk + named, names)[1:] == ["那人", "李俊"]
+
+
+def test_someone_new_by_what_he_does_ends_the_man_named_before():
+    names = NAMES | {"李俊"}
+    named = "　　那大汉道：“人都呼小弟做混江龙李俊便是。”宋江道：“原来是李俊兄弟。”\n"
+    excerpt = "　　那人却拿起一个盘子来，口里开呵道：“小人远方来的人。”\n"
+    assert speakers_in(named + FILLER * 20 + excerpt, excerpt, names) == ["李俊"]
+    trade = "　　宋江挨入去看时，却原是一个使枪棒卖膏药的。宋江立住了脚，看他使了一回枪棒。\n"
+    assert speakers_in(named + FILLER * 20 + trade + excerpt, excerpt, names) == ["那人"]

@@ -228,7 +228,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v24"
+    model = "rules-v25"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -408,7 +408,11 @@ def _identify(speaker: str, state: _State) -> str:
     head = head_of(speaker)
     if head in TITLES and len(speaker) > len(head) and not is_surname(speaker) and not MANY.match(speaker):
         return speaker  # 住持真人, 监宫真人: a post before the title, someone other than the one named with it
-    return state.story.who(speaker, state.pos) or speaker
+    name = state.story.who(speaker, state.pos)
+    answered = state.recent[-1] if state.recent else ""
+    if name and (answered == name or "汉" in answered) and state.story.answers_a_man(speaker, state.pos):
+        return speaker  # 一个大汉应道：“…”那人道: the other one of the two, not the man just named
+    return name or state.story.noun_for(speaker, state.pos) or speaker
 
 
 def _not_speech(before: str, content: str, after: str) -> bool:

@@ -28,7 +28,7 @@ import re
 from typing import Protocol
 
 from ..corpus import HEADING
-from .subjects import COMPOUND_SURNAMES, STOP, SURNAMES, is_surname, strip_lead
+from .subjects import COMPOUND_SURNAMES, PERSON_HEADS, STOP, SURNAMES, is_surname, strip_lead
 
 # Descriptor heads by kind of person; the longest head a descriptor ends with decides its kind.
 KINDS = {
@@ -55,6 +55,19 @@ _HEAD_SIZES = sorted({len(h) for h in _KIND_OF}, reverse=True)
 _BARE = re.compile(r"^(?:那|这|此)?(?:个)?(?:人|汉)$")
 # Many people (四个好汉, 众人, 那两个): never one named person (also read by the rule labeler).
 MANY = re.compile(r"^(?:那|这|此)?(?:[两二三四五六七八九十几数百千]|众|诸)")
+# The noun the narration brought a man in by (一个军人, 那报事人, 这个大汉), which a bare 那人 or 那汉
+# that the novel never names stands for: one man, not a crowd, a woman or a kin word.
+_NOT_ONE_MAN = set(KINDS["woman"] + KINDS["old woman"]) | {
+    "众官", "百官", "群臣", "夫妻", "两口儿", "步军", "马军", "前军", "后军", "中军", "道众", "众将", "百姓", "妻子",
+    "母亲", "老母", "老娘", "娘子", "夫人", "小姐", "姑娘", "少女", "村姑", "丫头", "丫嬛", "奶子", "妇女", "女孩儿",
+    "干人",  # (这干人: these people)
+}  # fmt: skip
+_MAN_NOUNS = sorted({h for h in PERSON_HEADS if len(h) > 1 and h not in _NOT_ONE_MAN} | {"报事人", "差人"}, key=len, reverse=True)
+_BROUGHT_IN = re.compile(
+    "(?<![少没无是似像])(?:(?:一个|一条|一位|那)(?:[^，,。！？!?；;：:“”的]{0,8}的)?|那个|这个|这)(" + "|".join(_MAN_NOUNS) + ")"
+    "|(?<![这那此没无])(?:一个|有个|有一个)(?:[^，,。！？!?；;：:“”的]{0,8}的)?人(?![家物马])"  # (一个人, 有个穿白的人: no noun)
+)
+_NOUN_REACH = 400
 # How long (characters of text) a name stays bound without coming up again: a woman named once may
 # be 那妇人 for three chapters (潘金莲).
 _REACH = {"woman": 25000, "old woman": 4000, "old man": 3000, "monk": 4000, "title": 3000, "man": 3000, "teacher": 3000, "boatman": 3000}
@@ -77,6 +90,8 @@ _SURNAME = "(?:" + "|".join(COMPOUND_SURNAMES) + "|[" + "".join(sorted(SURNAMES)
 
 # Someone new comes in: 只见一个妇人, 当先一个好汉, 抬着的一个妇人 (not 这个妇人, 少一个娘子, 是一个好汉).
 _NEW = "(?<![这那此少没无是似像])(?:一个|一条|一位|一员|有个|有一个)(?:[^，,。！？!?“”：:\n]{0,8}?的)?"
+# Someone new by what he does (原是一个使枪棒卖膏药的。), which ends a man's binding.
+_NEW_BY_TRADE = re.compile(f"(?<![这那此])(?:一个|一条)[{_CJK}]{{2,8}}?的(?=[，,。；;])")
 _COMES_OUT = re.compile("(?:走出|转出|闪出|撞出|跳出|出来)(?:那|这)?(?:个)?(?:" + "|".join(KINDS["woman"]) + ")")
 # A wife who is the subject of a clause (老婆听的声唤): another woman than the one bound, if that one
 # did not come up just before.
@@ -109,6 +124,10 @@ _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJ
 _OPENS_WITH_I = re.compile(f"^{_I}")
 # A speaker's name anywhere in his line, said as his name (小人自己的贱名叫做李鬼).
 _MY_NAME = re.compile(f"{_I}(?:自己)?的?(?:贱名|贱姓名|小名|名字|姓名)(?:叫做|唤做|叫|是)([{_CJK}]{{2,4}})")
+# … or as what people call him (山东、河北都叫我做没面目焦挺), or at the end of a long 便是 (小弟便是…蒙恩救了性命的
+# 赤发鬼刘唐便是).
+_CALLED_ME = re.compile(f"(?:叫|唤|呼|称)(?:小弟|{_I})(?:做|作)([{_CJK}]{{2,8}}?)(?=[^{_CJK}]|的便是|便是|是也|$)")
+_I_AM = re.compile(f"(?:小弟|{_I})(?:便是|正是|就是)([^。！？!?“”，,；;]{{2,30}}?)(?:的便是|便是|是也)")
 # Words before 姓…名… that make it someone else's name (小人的主人姓…, 小人有个哥哥姓…).
 _OTHER_PERSON = re.compile("的|他|其|父|母|兄|弟|哥|姐|妹|妻|主|有个|有一个|认得|是")
 # … in an earlier clause, only these do, and 的 right after 小人 (小人的主人，姓…); 小人是…林冲的徒弟，姓曹名正
@@ -261,6 +280,49 @@ class Story:
             if named and then - pos <= _NAMED_AFTER[kind] and (name is None or then - pos < pos - at):
                 return named
         return name
+
+    def noun_for(self, descriptor: str, pos: int) -> str | None:
+        """The noun a bare 那人 or 那汉 at ``pos`` stands for when the novel never names him: the one
+        the narration last brought a man in by (只见一个军人，托着一个盒子入来…那人答道 → 军人;
+        请那报事人到堂上问时，那人说道 → 报事人), unless the quote before was his (一个大汉应道：“…”那人道)."""
+        nouns = self._brought_in(descriptor, pos)
+        if not nouns or not nouns[-1]:
+            return None  # (又有一个人走将入来: someone brought in by no noun)
+        noun = nouns[-1]
+        if "汉" in descriptor and ("汉" not in noun or len({n for n in nouns if n and "汉" in n}) > 1):
+            return None  # 那汉 is a 汉子 or a 大汉, not the 庄客 spoken of since, nor one of two 汉
+        answered = self._answered(pos)
+        said_by = answered[max(answered.rfind(ch) for ch in "。！？\n") + 1 :]  # (the sentence that tags it)
+        return None if noun in said_by or self.answers_a_man(descriptor, pos) else noun
+
+    def answers_a_man(self, descriptor: str, pos: int) -> bool:
+        """Whether a bare 那人 at ``pos`` answers the man the narration last brought in as a 汉 and who
+        spoke the quote before (一个大汉应道：“…”那人道; 那大汉慌忙问道：“…”那人道): then he is the other
+        one of the two. (庄里走出一个人来…这个吃打伤的大汉道：“…”只见出来的那人说道: the 一个人.)"""
+        if "汉" in descriptor:
+            return False
+        nouns = self._brought_in(descriptor, pos)
+        return bool(nouns) and "汉" in (nouns[-1] or "") and "汉" in self._answered(pos)
+
+    def _brought_in(self, descriptor: str, pos: int) -> list[str | None]:
+        """The nouns the narration brought men in by before ``pos``, in order, outside quotes, in the
+        same chapter and a little before; None for one who came with no noun (走出一个人来)."""
+        if not _BARE.match(descriptor) or not descriptor.startswith(("那", "这")):
+            return []  # (人说道: anyone, not one brought in)
+        k = bisect.bisect_right(self.chapters, pos) - 1
+        begin = max(self.chapters[k] if k >= 0 else 0, pos - _NOUN_REACH)
+        window = raw = self.text[begin:pos]
+        opened, closed = window.find("“"), window.find("”")
+        if closed != -1 and (opened == -1 or closed < opened):
+            window = "　" * (closed + 1) + window[closed + 1 :]  # (it begins inside a quote)
+        window = re.sub("“[^“”]*(?:”|$)", lambda m: "　" * len(m.group()), window)
+        here = raw.rfind(descriptor)  # (那个人又和一个汉子两个来: 那个人 is not the one brought in after)
+        return [m.group(1) for m in _BROUGHT_IN.finditer(window, 0, here if here != -1 else len(window))]
+
+    def _answered(self, pos: int) -> str:
+        """The narration before the quote before the one at ``pos``: where its speaker is named."""
+        said = self.text.rfind("“", max(0, pos - _NOUN_REACH), pos - 1 if self.text[pos - 1 : pos] == "“" else pos)
+        return self.text[self.text.rfind("”", max(0, pos - _NOUN_REACH), said) + 1 : said] if said != -1 else ""
 
     def escorts(self, pos: int, reach: int = 15000) -> str | None:
         """The two guards sent with a prisoner, as the text named them when they were sent
@@ -419,6 +481,7 @@ class Story:
                 mine = _MY_NAME.search(text, match.end(1), close if close != -1 else match.end())
                 name = mine and names.name_at(mine.group(1), 0)  # …小人自己的贱名叫做李鬼，只在这前村住。
                 name = name if name and is_surname(name) and not is_descriptor(name, names) else None
+                name = name or _called_me(text[match.end(1) : close if close != -1 else match.end()], names)
             if name:
                 add(_key(head), match.end(1), _NAMED, name)
             spoken_to = _SPOKEN_TO.search(clause)
@@ -430,6 +493,8 @@ class Story:
         for kind, heads in KINDS.items():
             for match in re.finditer(_NEW + "(?:" + "|".join(heads) + ")", text):
                 add(kind, match.start(), _NEW_PERSON)
+        for match in _NEW_BY_TRADE.finditer(text):
+            add("man", match.start(), _NEW_PERSON)  # 原是一个使枪棒卖膏药的: someone new, by what he does
         for match in _COMES_OUT.finditer(text):
             add("woman", match.start(), _NEW_PERSON)  # 只见庵里走出那妇人来: whoever the text spoke of before
         for match in _WIFE.finditer(text):
@@ -543,6 +608,16 @@ def _named(rest: str, names: Names, woman: bool, far: int = 6) -> str | None:
     if name and re.match(f"[{_CJK}]{{3}}", after[name.end() :]):
         return None  # 正是蒋门神初来孟州新娶的妾: his concubine, not 蒋门神
     return name.group() if name and is_surname(name.group()) and not is_descriptor(name.group()) else None
+
+
+def _called_me(line: str, names: Names) -> str | None:
+    """The name a line says people call its speaker by, or that ends a long 便是 (see _CALLED_ME)."""
+    for match in (*_CALLED_ME.finditer(line), *_I_AM.finditer(line)):
+        phrase = match.group(1)
+        found = [m for m in names.names_in(phrase) if is_surname(m.group()) and not is_descriptor(m.group(), names)]
+        if found and found[-1].end() == len(phrase):
+            return found[-1].group()
+    return None
 
 
 def _called_by(content: str, names: Names) -> str | None:
