@@ -541,3 +541,41 @@ def test_someone_new_by_what_he_does_ends_the_man_named_before():
     assert speakers_in(named + FILLER * 20 + excerpt, excerpt, names) == ["李俊"]
     trade = "　　宋江挨入去看时，却原是一个使枪棒卖膏药的。宋江立住了脚，看他使了一回枪棒。\n"
     assert speakers_in(named + FILLER * 20 + trade + excerpt, excerpt, names) == ["那人"]
+
+
+# rules-v26, from the errors of check25
+def test_someone_the_next_sentence_sees_is_that_man():
+    names = NAMES | {"杨雄", "石秀"}
+    excerpt = "　　杨雄正走过州桥前来，只听得背后有人叫道：“哥哥那里去？”杨雄回过头来，见是石秀，便道：“兄弟。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["石秀", "杨雄"]
+    unseen = "　　杨雄正走过州桥前来，只听得背后有人叫道：“哥哥那里去？”杨雄回过头来，不见一个，便道：“怪哉。”\n"
+    assert speakers_in(FILLER + unseen, unseen, names)[0] == "有人"
+
+
+def test_reasons_counted_off_are_no_speakers():
+    names = NAMES | {"呼延灼"}
+    excerpt = "　　呼延灼沉思了半晌，一者是天罡之数，自然义气相投；二者见宋江礼貌甚恭，叹了一口气，跪下在地道：“愿随鞭镫。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["呼延灼"]
+    pair = "　　宋江、呼延灼见了，二人道：“好。”\n"
+    assert speakers_in(FILLER + pair, pair, names) == ["宋江、呼延灼"]
+
+
+def test_a_count_after_a_noun_and_a_place_before_it_are_no_part_of_the_speaker():
+    counted = "　　一行部从二百余人，一齐声喏道：“员外别来无恙！”\n"
+    assert speakers_in(FILLER + counted, counted) == ["部从"]
+    placed = "　　众人行不过三四十里路头，前头寨兵指道：“林子里有人窥望。”\n"
+    assert speakers_in(FILLER + placed, placed) == ["寨兵"]
+    # A count that leaves only numbers, or a small one, stays (三二十人, 弟兄二人).
+    crowd = "　　只见楼下三二十人，各执白木棍棒，口里都叫道：“拿住他！”\n"
+    assert speakers_in(FILLER + crowd, crowd) == ["三二十人"]
+    brothers = "　　那弟兄二人大惊道：“如何却与这三人厮熟？”\n"
+    assert speakers_in(FILLER + brothers, brothers) == ["弟兄二人"]
+
+
+def test_a_bare_that_man_goes_on_as_the_man_whose_line_came_before():
+    came = "　　只见一个汉子，背个包裹，进了店门，便向一个座头坐下，叫道：“快将些酒肉来！”过卖旋了一角酒。"
+    excerpt = "那汉道：“有肉快切一盘来。”\n"
+    assert speakers_in(came + excerpt, excerpt) == ["汉子"]
+    # Not where two 汉 came in (那个吃打的汉子 … 那个大汉).
+    two = "　　只见一个汉子，背后又走出一个大汉来，都坐下了。宋江道：“好。”"
+    assert speakers_in(two + excerpt, excerpt) == ["那汉"]

@@ -124,7 +124,11 @@ _COMMAND = re.compile("教|令|命|调|差|分付|吩咐|传令|拨|点|加封")
 _ORDERS = re.compile("传(?:下)?(?:将令|号令|军令)|传令")  # (随即传下将令，教三千匹马军…: orders to no one named)
 # Someone the tag does not name (一人, 一个人, 有人, 一个客人): the narration right after his words may.
 _INDEFINITE = re.compile("^(?:有)?(?:一|一个|一位|一条|一员)?(?:个)?人$|^(?:有)?(?:一个|一位|一条|一员)[\u4e00-\u9fff]{1,3}$")
-_REVEAL = re.compile("(?:却是|正是|原来是|原来却是|原来正是|乃是)([\u4e00-\u9fff]{2,9})[。！，,]|(?<![不])是([\u4e00-\u9fff]{2,4}?)的?声音")
+# A count after a group's noun (部从二百余人), and where one stands before his noun (前头寨兵).
+_COUNTED = re.compile("(?<=[\u4e00-\u9fff]{2})[一二三四五六七八九两几数]?[十百千][一二三四五六七八九十]*余?(?:人|个|名)$")
+_NUMBERS = re.compile("[一二三四五六七八九十百千两几数]")
+_PLACED = re.compile("^(?:前头|后头|前面|后面)(?=[\u4e00-\u9fff]{2})")
+_REVEAL = re.compile("(?:却是|正是|原来是|原来却是|原来正是|乃是|见是)([\u4e00-\u9fff]{2,9})[。！，,]|(?<![不])是([\u4e00-\u9fff]{2,4}?)的?声音")
 # Two people brought in one after the other (一个是没遮拦穆弘，一个是小遮拦穆春): they act together next.
 _PAIR = re.compile("一个(?:是|唤做)([^，,。；;]{2,10})[，,；;]一个(?:是|唤做)([^，,。；;]{2,10})")
 
@@ -228,7 +232,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v25"
+    model = "rules-v26"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -574,6 +578,11 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     if word and word not in NOT_NAMES and word[0] not in _NOT_FIRST_IN_ROLE and not any(ch in _NOT_IN_ROLE for ch in word[1:]) \
             and strip_lead(word) in (word, word[1:]) and word + "了" not in state.story.text:
         name = word  # 都寺便道, 老小说道: a sentence that is only a word and the verb (not 又读道, 当日禀道, 发落道)
+    if name and name not in lexicon.names:
+        counted = _COUNTED.sub("", name)
+        name = name if _NUMBERS.search(counted) else counted  # 一行部从二百余人，一齐声喏道 → 部从 (not 三二十人)
+        placed = _PLACED.match(name)
+        name = name[placed.end() :] if placed and name.endswith(PERSON_HEADS) else name  # 前头寨兵指道 → 寨兵
     if name == "公人" and state.story and _TWO_ESCORTS.search(verb):
         name = state.story.escorts(state.pos) or name  # 两个公人道 → 张千、李万, named when they were sent
     return _resolve(name, state) if name else _carried(verb, state)

@@ -291,6 +291,8 @@ class Story:
         noun = nouns[-1]
         if "汉" in descriptor and ("汉" not in noun or len({n for n in nouns if n and "汉" in n}) > 1):
             return None  # 那汉 is a 汉子 or a 大汉, not the 庄客 spoken of since, nor one of two 汉
+        if "汉" in descriptor:
+            return noun  # (一个汉子…叫道：“快将些酒肉来！”过卖旋了一角酒。那汉道: the same man goes on)
         answered = self._answered(pos)
         said_by = answered[max(answered.rfind(ch) for ch in "。！？\n") + 1 :]  # (the sentence that tags it)
         return None if noun in said_by or self.answers_a_man(descriptor, pos) else noun

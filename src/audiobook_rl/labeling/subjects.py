@@ -87,6 +87,8 @@ PERSON_HEADS = (
 )  # fmt: skip
 # A noun for a person only when it stands alone after a demonstrative (那怪道; not 嗔怪, 怪事).
 _ALONE_HEADS = set("怪")
+# Reasons counted off (一者…；二者…): not people.
+_REASONS = re.compile("^[一二三四]者")
 # Words that start tag clauses often enough to look like names, but never are.
 NOT_NAMES = {
     "起身", "出来", "原来", "后面", "前面", "外面", "里面", "口里", "心里", "便是", "正是", "如今", "回头", "说罢",
@@ -289,6 +291,8 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     named = _identified(clause.strip(" \t　”’。！？"), names)
     if named:
         return named
+    if _REASONS.match(clause):
+        return None  # 一者是天罡之数；二者见宋江礼貌甚恭: his reasons, not people
     found = _subject(clause, names, verb_clause=verb_clause, first=first)
     if found and not verb_clause and "、" not in found and found not in PRONOUNS and found in clause:
         after = clause[clause.find(found) + len(found) :]
