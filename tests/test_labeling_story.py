@@ -579,3 +579,29 @@ def test_a_bare_that_man_goes_on_as_the_man_whose_line_came_before():
     # Not where two 汉 came in (那个吃打的汉子 … 那个大汉).
     two = "　　只见一个汉子，背后又走出一个大汉来，都坐下了。宋江道：“好。”"
     assert speakers_in(two + excerpt, excerpt) == ["那汉"]
+
+
+# rules-v27, from the errors of check26
+def test_that_and_a_given_name_is_the_one_person_of_that_name():
+    names = NAMES | {"李师师"}
+    excerpt = "　　宋江答道：“这个是家生的孩儿小李。”那师师笑道：“我倒不大紧。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["宋江", "李师师"]
+    # A descriptor after 那 stays one.
+    other = "　　宋江答道：“这个是家生的孩儿小李。”那大汉笑道：“我倒不大紧。”\n"
+    assert speakers_in(FILLER + other, other, names) == ["宋江", "大汉"]
+
+
+def test_where_one_goes_to_ask_is_not_who_asks():
+    names = NAMES | {"时迁"}
+    excerpt = "　　时迁看了一回，又去街坊问道：“徐教师在家里么？”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["时迁"]
+    neighbours = "　　时迁看了一回。街坊道：“徐教师不在家。”\n"
+    assert speakers_in(FILLER + neighbours, neighbours, names) == ["街坊"]
+
+
+def test_one_who_walks_in_and_shouts_is_the_speaker():
+    names = NAMES | {"李逵"}
+    excerpt = "　　李逵起身便走。只见外面走入个彪形大汉来，喝道：“你这黑厮好大胆！”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["彪形大汉"]
+    himself = "　　李逵起身便走，走入店里来，喝道：“酒保何在！”\n"
+    assert speakers_in(FILLER + himself, himself, names) == ["李逵"]

@@ -63,7 +63,7 @@ _WRITTEN = re.compile(
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
 # A given name alone before the verb, or before one word of manner (俊义喜道 → 卢俊义).
-_SHORT_NAME = re.compile(r"^([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道|[喜怒惊叹哭急冷笑]道)[：:，,]?$")
+_SHORT_NAME = re.compile(r"^那?([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道|[喜怒惊叹哭急冷笑]道)[：:，,]?$")
 # One character of a given name before 曰, as classical prose names people (操曰, 布怒曰, 操谓宫曰):
 # where the text often writes that character before 曰, it stands for the full name that ends in it.
 _GIVEN_ALONE = re.compile(r"^([\u4e00-\u9fff])[\u4e00-\u9fff]{0,4}?曰[：:，,]?$")
@@ -232,7 +232,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v26"
+    model = "rules-v27"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):

@@ -87,6 +87,8 @@ PERSON_HEADS = (
 )  # fmt: skip
 # A noun for a person only when it stands alone after a demonstrative (那怪道; not 嗔怪, 怪事).
 _ALONE_HEADS = set("怪")
+# Verbs of going that open a clause whose subject was left out (又去街坊问道).
+_GOING = set("去往投")
 # Reasons counted off (一者…；二者…): not people.
 _REASONS = re.compile("^[一二三四]者")
 # Words that start tag clauses often enough to look like names, but never are.
@@ -142,7 +144,7 @@ _PERSON_END = set("子儿汉人婆娘公郎童")
 # the name goes on.
 _KIN_AFTER = re.compile("的?(?:母亲|老母|老娘|浑家|老婆|妻子|女儿|孩儿|儿子|父亲|老父|娘|爹|家的|媳妇儿?)(?![\u4e00-\u9fff]?[子儿])")
 # Verbs of appearing: the one who appears is the subject (又转过玉麒麟卢俊义来).
-_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上", "钻出")
+_APPEARING = ("转过", "转出", "转上", "闪出", "走出", "跳出", "撞出", "赶出", "奔出", "抢出", "拥出", "走过", "赶上", "钻出", "走入", "抢入", "闯入")
 _HEAD_CHARS = set("".join(PERSON_HEADS))
 _HEAD_SET = set(PERSON_HEADS) | _ALONE_HEADS
 _HEAD_SIZES = sorted({len(h) for h in PERSON_HEADS}, reverse=True)
@@ -328,6 +330,8 @@ def _subject(clause: str, names: Names, *, verb_clause: bool = False, first: boo
     whole = clause.strip(" \t　”’")
     clause = strip_lead(clause)
     lead = whole[: len(whole) - len(clause)]
+    if verb_clause and clause[:1] in _GOING and not names.name_at(clause, 0):
+        return None  # 时迁看了一回，又去街坊问道: where he goes (街坊), not who asks
     introduced = lead.endswith(("有", "见"))  # 当有本州官员: someone is there
     first = first or lead.endswith(("正是", "乃是", "却是", "便是"))  # 正是没羽箭张清: who it is
     if lead.endswith(_STORY_TURNS) and 2 <= len(clause) <= 6 and all(_CJK.match(ch) for ch in clause) and clause not in NOT_NAMES:
