@@ -45,8 +45,13 @@ errors gave ``rules-v19``; ``check22`` (100 characters or more from all of them,
 picked for descriptor tags) was labelled while ``rules-v19`` was frozen, measured once with it, and its
 errors gave ``rules-v20``; ``check23`` and ``check24`` (the excerpts with descriptor tags that overlap no
 earlier excerpt or seeded draw) were labelled while ``rules-v21`` and ``rules-v22`` were written, each
-measured once with them, and their errors gave ``rules-v22`` to ``rules-v24``. Quoted words nobody says are their own kind there, ``not speech`` (the
-README's "Measured" table gives the numbers).
+measured once with them, and their errors gave ``rules-v22`` to ``rules-v24``. ``check25`` (the text left
+between all of them and the seeded draws, picked for descriptor tags), ``check26`` (the excerpts of the
+seeded draws never scored with a verdict file) and ``check27`` (the text left again, picked for two names
+in a tag, names with words before the verb and quotes with next to no tag) were labelled while
+``rules-v25``, ``rules-v26`` and ``rules-v27`` were written from the set before, and each was measured
+once with them. Quoted words nobody says are their own kind there, ``not speech`` (the README's
+"Measured" table gives the numbers).
 
 ``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not
 written on: 西游记, 红楼梦, 三国演义 and 隋唐演义, the plain-text files ``data/<name>.txt`` of the same

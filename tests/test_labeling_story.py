@@ -579,6 +579,8 @@ def test_a_bare_that_man_goes_on_as_the_man_whose_line_came_before():
     # Not where two 汉 came in (那个吃打的汉子 … 那个大汉).
     two = "　　只见一个汉子，背后又走出一个大汉来，都坐下了。宋江道：“好。”"
     assert speakers_in(two + excerpt, excerpt) == ["那汉"]
+    described = "　　只见走出一个长大汉子，见宋江天神般一个好汉，不胜惊诧。宋江道：“好。”"
+    assert speakers_in(described + excerpt, excerpt) == ["那汉"]
 
 
 # rules-v27, from the errors of check26

@@ -64,7 +64,7 @@ _NOT_ONE_MAN = set(KINDS["woman"] + KINDS["old woman"]) | {
 }  # fmt: skip
 _MAN_NOUNS = sorted({h for h in PERSON_HEADS if len(h) > 1 and h not in _NOT_ONE_MAN} | {"报事人", "差人"}, key=len, reverse=True)
 _BROUGHT_IN = re.compile(
-    "(?<![少没无是似像])(?:(?:一个|一条|一位|那)(?:[^，,。！？!?；;：:“”的]{0,8}的)?|那个|这个|这)(" + "|".join(_MAN_NOUNS) + ")"
+    "(?<![少没无是似像])(?:(?:一个|一条|一位|那)(?:[^，,。！？!?；;：:“”的]{0,8}的|长大|高大|矮|胖|瘦)?|那个|这个|这)(" + "|".join(_MAN_NOUNS) + ")"
     "|(?<![这那此没无])(?:一个|有个|有一个)(?:[^，,。！？!?；;：:“”的]{0,8}的)?人(?![家物马])"  # (一个人, 有个穿白的人: no noun)
 )
 _NOUN_REACH = 400
