@@ -62,7 +62,8 @@ _WRITTEN = re.compile(
 )
 _SPEECH_BEFORE = re.compile(r"(?:[：:]|道|说|问|曰|叫|喝|骂|嚷|喊|声|云|言)$")
 _PUNCTUATED = re.compile(r"[，。！？!?、；;：:…—,.]")
-# A given name alone before the verb, or before one word of manner (俊义喜道 → 卢俊义).
+# A given name alone before the verb, or before one word of manner (俊义喜道 → 卢俊义), after 那 too
+# (那师师笑道 → 李师师).
 _SHORT_NAME = re.compile(r"^那?([\u4e00-\u9fff]{2})(?:道|说|曰|问|答道|应道|禀道|喝道|叫道|笑道|骂道|[喜怒惊叹哭急冷笑]道)[：:，,]?$")
 # One character of a given name before 曰, as classical prose names people (操曰, 布怒曰, 操谓宫曰):
 # where the text often writes that character before 曰, it stands for the full name that ends in it.
