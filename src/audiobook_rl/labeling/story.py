@@ -289,13 +289,14 @@ class Story:
         if not nouns or not nouns[-1]:
             return None  # (又有一个人走将入来: someone brought in by no noun)
         noun = nouns[-1]
-        if "汉" in descriptor and ("汉" not in noun or len({n for n in nouns if n and "汉" in n}) > 1):
-            return None  # 那汉 is a 汉子 or a 大汉, not the 庄客 spoken of since, nor one of two 汉
         if "汉" in descriptor:
-            return noun  # (一个汉子…叫道：“快将些酒肉来！”过卖旋了一角酒。那汉道: the same man goes on)
+            # 那汉 is a 汉子 or a 大汉, not the 庄客 spoken of since, nor one of two 汉; the same man goes on
+            # after his own line (一个汉子…叫道：“快将些酒肉来！”过卖旋了一角酒。那汉道).
+            return noun if "汉" in noun and len({n for n in nouns if n and "汉" in n}) == 1 else None
         answered = self._answered(pos)
         said_by = answered[max(answered.rfind(ch) for ch in "。！？\n") + 1 :]  # (the sentence that tags it)
-        return None if noun in said_by or self.answers_a_man(descriptor, pos) else noun
+        answers_him = "汉" in noun and "汉" in answered  # (what answers_a_man asks, from what is read here)
+        return None if noun in said_by or answers_him else noun
 
     def answers_a_man(self, descriptor: str, pos: int) -> bool:
         """Whether a bare 那人 at ``pos`` answers the man the narration last brought in as a 汉 and who
