@@ -607,3 +607,40 @@ def test_one_who_walks_in_and_shouts_is_the_speaker():
     assert speakers_in(FILLER + excerpt, excerpt, names) == ["彪形大汉"]
     himself = "　　李逵起身便走，走入店里来，喝道：“酒保何在！”\n"
     assert speakers_in(FILLER + himself, himself, names) == ["李逵"]
+
+
+# rules-v28, from the errors left in the sets before check28, written while check28 was labelled
+
+
+def test_one_sent_to_come_and_speak_is_the_speaker_not_his_master():
+    names = NAMES | {"史文恭", "曾长官", "李俊", "安道全"}
+    sent = "　　宋江定死要这匹马。史文恭使人来说道：“若还定要我这匹马时，着他即便退军。”\n"
+    assert speakers_in(FILLER + sent, sent, names) == ["使人"]
+    again = "　　次日，曾长官又使人到来言说：“若肯讲和，各请一人质当。”\n"
+    assert speakers_in(FILLER + again, again, names) == ["使人"]
+    alone = "　　看看午后，只见李俊使人飞报将来，说：“张顺去涌金门越城，被箭射死于水中。”\n"
+    assert speakers_in(FILLER + alone, alone, names) == ["使人"]
+    # A reply sent back, or a report sent off: nobody comes, the master's words.
+    back = "　　安道全使人回话道：“虽然外损皮肉，却不伤内。”\n"
+    assert speakers_in(FILLER + back, back, names) == ["安道全"]
+    himself = "　　史文恭来到阵前说道：“这匹马却不与他！”\n"
+    assert speakers_in(FILLER + himself, himself, names) == ["史文恭"]
+
+
+def test_someone_at_a_mans_side_is_not_that_man():
+    names = NAMES | {"卢俊义", "宣赞"}
+    excerpt = "　　只见卢俊义背后一人大叫：“量你这厮，何足为道！”宋江看时，乃是丑郡马宣赞，拍马舞刀，直奔张清。\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["宣赞"]
+    unrevealed = "　　只见卢俊义背后一人大叫：“量你这厮，何足为道！”\n"
+    assert speakers_in(FILLER + unrevealed, unrevealed, names) == ["一人"]
+    himself = "　　卢俊义背后大叫：“量你这厮，何足为道！”\n"
+    assert speakers_in(FILLER + himself, himself, names) == ["卢俊义"]
+
+
+def test_someone_a_tag_brings_in_is_whom_the_next_sentence_sees():
+    names = NAMES | {"张顺", "戴宗", "蔡福", "李固"}
+    excerpt = "　　正吃之间，只见外面一个客人走到面前，叫声：“兄弟，如何这般迟误！”张顺看时，却是戴宗。\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["戴宗"]
+    # A new paragraph: whom someone else finds there, not the speaker.
+    other = "　　只见一个茶博士叫住唱喏道：“节级，有个客人在楼上专等。”\n　　蔡福来到楼上看时，却是主管李固。\n"
+    assert speakers_in(FILLER + other, other, names) == ["茶博士"]

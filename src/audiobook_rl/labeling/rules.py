@@ -123,6 +123,8 @@ _BEFORE_AN_OBJECT = _OBJECT_BEFORE | set("住着了赶追遇随禀奏告谓劝�
 # the one who gives them goes on speaking when a quote follows with no tag.
 _COMMAND = re.compile("教|令|命|调|差|分付|吩咐|传令|拨|点|加封")
 _ORDERS = re.compile("传(?:下)?(?:将令|号令|军令)|传令")  # (随即传下将令，教三千匹马军…: orders to no one named)
+# Someone on a man's side, not the man (宋江阵上一人大叫, 只见卢俊义背后一人大叫): who he is, the text says after.
+_BESIDE = re.compile("(?:阵上|阵中|阵里|阵内|背后|身后|身边|队里|军中|手下|部下|帐下)(?:转过|闪出|走出|早有|有)?(一(?:个|员|位|条)?人)(?=[\u4e00-\u9fff]{0,4}$)")
 # Someone the tag does not name (一人, 一个人, 有人, 一个客人): the narration right after his words may.
 _INDEFINITE = re.compile("^(?:有)?(?:一|一个|一位|一条|一员)?(?:个)?人$|^(?:有)?(?:一个|一位|一条|一员)[\u4e00-\u9fff]{1,3}$")
 # A count after a group's noun (部从二百余人), and where one stands before his noun (前头寨兵).
@@ -156,7 +158,15 @@ _NEWS_FROM = re.compile(
     "^(?:次后)?(?:只|又|忽|却)?(?:见|听得|听的)?[\u4e00-\u9fff]{1,3}(?:边|上|外|里)(?:又|飞)?来?(?:报|报道|报说|报来)(?:说道|说|道)?[：:，,]?$"
 )
 MESSENGER = "报事人"
+# Someone sent to come and speak for his master (史文恭使人来说道, 曾长官又使人到来言说, 李俊使人飞报将来，说,
+# 朱贵酒店里使人上山来报道): the one sent speaks, by the word the text gives him. Not a reply sent back
+# (安道全使人回话道) nor a report sent off (差人申报陈安抚说): the master's words, where nobody comes.
+_SENT_TO_SPEAK = re.compile(
+    "(?:使|差)(?:了)?(?:个|一个)?人(?:[飞又]?报)?(?:上山|过船|入城|进城|前)?(?:来|到来|将来)(?:对[\u4e00-\u9fff]{1,4})?"
+    "(?:说道|言说|报说|报道|禀道|说|道|报)?[：:，,]?$"
+)
 _REPORTING = re.compile("报|告|禀")
+_BARE_SPEECH = re.compile("^(?:说道|说|道|报说|禀说|言说)[：:，,]?$")
 
 # (pattern in the tag clause, tone, intensity): the first match wins.
 VERB_TONES = (
@@ -233,7 +243,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v27"
+    model = "rules-v28"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -357,9 +367,11 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         if speaker == UNKNOWN_SPEAKER or is_descriptor(speaker, lexicon) or not _proper(speaker, lexicon):
             # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
             speaker = self_named(text, lexicon) or speaker
+        # Someone the tag brings in (一员猛将, 一个先生): the narration right after may say who he is.
+        brought_in = len(speaker) >= 2 and re.search(f"(?:一个|一员|一位|一条)(?:[\u4e00-\u9fff]{{0,2}}){re.escape(speaker)}", tag)
         if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员条对起伙群队班彪簇枝支筹]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
             speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
-        if _INDEFINITE.match(speaker):
+        if _INDEFINITE.match(speaker) or brought_in:
             speaker = _revealed(state, len(text), lexicon) or speaker  # 只见阶下走过一人道：“…”众人看时，却是鼓上蚤时迁
         listener = _listener(_clauses(tag)[-1] if _clauses(tag) else "", lexicon)
         if "、" in speaker and listener in speaker.split("、"):
@@ -547,6 +559,9 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     if not name and inner and inner.start() > 1 and verb[inner.start() - 1] not in _OBJECT_BEFORE and not held:
         name = inner.group(1)
     name = name or _given_alone(verb, lexicon, state)
+    name = name or _sent_to_speak(clauses)
+    beside = _BESIDE.search(verb)
+    name = name or (beside and beside.group(1))
     name = name or _news(clauses) or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
         # 庞元只道张世开打小厮，他便叫道 → 庞元; 王庆见是个卖卦的，他已有…，他便叫道 → 王庆
@@ -619,6 +634,15 @@ def _given_alone(verb: str, lexicon: Lexicon, state: _State, reach: int = 3000) 
     found = [w for w in found if is_surname(w) and lexicon.count(w) >= 3]
     found = [w for w in found if not any(o.endswith(w) and o[:-len(w)] + w[0] in COMPOUND_SURNAMES for o in found)]  # 司马懿, not 马懿
     return max(reversed(found), key=found.count, default=None)  # (the nearest of those as often)
+
+
+def _sent_to_speak(clauses: list[str]) -> str | None:
+    """The one a master sends to come and speak (史文恭使人来说道 → 使人), in the verb's clause or the
+    one before a verb that stands alone (李俊使人飞报将来，说)."""
+    verb = clauses[-1].strip(" \t　”’")
+    where = clauses[-2] if len(clauses) > 1 and _BARE_SPEECH.match(verb) else verb
+    sent = _SENT_TO_SPEAK.search(where)
+    return where[sent.start()] + "人" if sent else None
 
 
 def _news(clauses: list[str]) -> str | None:
@@ -726,6 +750,7 @@ def _revealed(state: _State, length: int, lexicon: Lexicon, reach: int = 2) -> s
     if state.story is None:
         return None
     after = state.story.text[state.pos + length : state.pos + length + 200].lstrip("”’")
+    after = after.split("\n")[0]  # (…”⏎蔡福来到楼上看时，却是主管李固: a new paragraph, whom another finds)
     for sentence in _SENTENCE.findall(after)[:reach]:
         if sentence.lstrip().startswith("“"):
             return None  # (someone speaks first: the exchange goes on)
