@@ -644,3 +644,57 @@ def test_someone_a_tag_brings_in_is_whom_the_next_sentence_sees():
     # A new paragraph: whom someone else finds there, not the speaker.
     other = "　　只见一个茶博士叫住唱喏道：“节级，有个客人在楼上专等。”\n　　蔡福来到楼上看时，却是主管李固。\n"
     assert speakers_in(FILLER + other, other, names) == ["茶博士"]
+
+
+# rules-v29, from the errors of check28, written while check29 was labelled
+
+
+def test_the_one_heard_is_not_who_goes_on():
+    names = NAMES | {"婆惜", "戴宗", "李逵"}
+    excerpt = "　　婆惜也不曾睡着，听得宋江骂时，扭过身回道：“你不羞这脸！”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["婆惜"]
+    asleep = "　　李逵悄悄地爬将起来，听得戴宗齁齁的睡着。自己寻思道：“我却不要去。”\n"
+    assert speakers_in(FILLER + asleep, asleep, names) == ["李逵"]
+    # What the one heard is doing leads to his words: he speaks.
+    speaking = "　　武松在楼下听，只听得王婆在楼上敲着桌子，自念自诵道：“这厮们好不晓事。”\n"
+    assert speakers_in(FILLER + speaking, speaking, names) == ["王婆"]
+
+
+def test_an_ordinal_or_a_feast_before_a_name_is_no_part_of_it():
+    names = NAMES | {"秦明", "林冲", "呼延灼", "公孙胜", "乔道清"}
+    excerpt = "　　秦明见了，欲待来战呼延灼，第二拨豹子头林冲已到阵前，便叫：“秦统制少歇，看我战三百合！”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["林冲"]
+    feast = "　　当下宋江置酒庆贺。席间公孙胜对乔道清说：“足下这法，不是正道。”\n"
+    assert speakers_in(FILLER + feast, feast, names) == ["公孙胜"]
+
+
+def test_two_who_act_as_one_speak_together():
+    names = NAMES | {"罗真人", "公孙胜"}
+    excerpt = "　　罗真人同公孙胜都打个稽首，道：“将军远来，不曾迎接。”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["罗真人、公孙胜"]
+    spoken_to = "　　罗真人同公孙胜说道：“你且下山去。”\n"
+    assert speakers_in(FILLER + spoken_to, spoken_to, names) == ["罗真人"]
+
+
+def test_a_count_word_goes_on_the_people_the_sentence_counted_by_their_noun():
+    names = NAMES | {"花荣", "秦明"}
+    before = "　　花荣、秦明两个商议了，来到湖边。\n"
+    excerpt = "　　上有三个渔人，一个看船，两个上岸来说道：“客人要过湖么？”\n"
+    assert speakers_in(before + excerpt, excerpt, names) == ["渔人"]
+    uncounted = "　　一个看船，两个上岸来说道：“客人要过湖么？”\n"
+    assert speakers_in(before + uncounted, uncounted, names) == ["花荣、秦明"]
+
+
+def test_a_short_shout_inside_a_sentence_is_speech_but_a_name_is_not():
+    names = NAMES | {"张清"}
+    excerpt = "　　张清偷取石子在手，只一石子，急叫“着”，却从盔上擦过。\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["张清"]
+    named = "　　满学中都送了他一个外号，叫“香怜”，只因生得妩媚。\n"
+    assert speakers_in(FILLER + named, named, names) == []
+
+
+def test_two_of_a_family_named_by_one_of_them_speak_as_the_text_calls_them():
+    excerpt = "　　武松辞了出门。张青夫妻看了，喝采道：“果然好个行者！”\n"
+    assert speakers_in(FILLER + excerpt, excerpt) == ["张青夫妻"]
+    alone = "　　武松辞了出门。张青看了，喝采道：“果然好个行者！”\n"
+    assert speakers_in(FILLER + alone, alone) == ["张青"]

@@ -35,6 +35,7 @@ from .subjects import (
     PERSON_HEADS,
     PRONOUNS,
     STOP,
+    TOGETHER_AFTER,
     common_noun,
     is_surname,
     kin_word,
@@ -166,6 +167,12 @@ _SENT_TO_SPEAK = re.compile(
     "(?:说道|言说|报说|报道|禀道|说|道|报)?[：:，,]?$"
 )
 _REPORTING = re.compile("报|告|禀")
+# People the sentence counts out by their noun (三个渔人), of whom a count word goes on (两个…说道).
+_COUNTED_HEAD = re.compile("[三四五六七八九十几数]+个(" + "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True)) + ")[，,]")
+# Two of a family the text names by one of them (张青夫妻, 施恩父子; not 宋江弟兄两个…问人道: one asks).
+_KIN_PAIR = "(夫妻|夫妇|父子|母子)"
+_HEARING = re.compile("^(?:又|却|只|忽|正|早)?(?:听得|听的|听见)")
+_SPEAKING = re.compile("说|道|叫|喊|称|骂|言|问|笑|哭|唱|嚷")
 _BARE_SPEECH = re.compile("^(?:说道|说|道|报说|禀说|言说)[：:，,]?$")
 
 # (pattern in the tag clause, tone, intensity): the first match wins.
@@ -243,7 +250,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v28"
+    model = "rules-v29"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -440,8 +447,8 @@ def _not_speech(before: str, content: str, after: str) -> bool:
     # or phrase being quoted (听了“宿世姻缘”四字, 望“圣水”“神火”军中, 再说“没羽箭”张清).
     spoken_before = _SPEECH_BEFORE.search(before) and not _STORY_TURN.search(before)
     short = len(content) <= 8 and not _PUNCTUATED.search(content)
-    if short and before and not before.endswith(("：", ":", "声")) and after[:1] in ("，", ","):
-        return True  # 洪教头怪这柴进说“休小觑他”，便跳起身来: words quoted inside a sentence (not 叫声“…”: a shout)
+    if short and before and not before.endswith(("：", ":", "声", "大叫", "急叫", "连叫", "喝", "喊", "嚷")) and after[:1] in ("，", ","):
+        return True  # 洪教头怪这柴进说“休小觑他”，便跳起身来: words quoted inside a sentence (not 叫声“…”, 急叫“着”: a shout; but 一个叫“香怜”: a name)
     return bool(short and not spoken_before and not _AFTER_TAG.match(after.lstrip()))
 
 
@@ -500,14 +507,21 @@ def _clauses(sentence: str) -> list[str]:
     return [c for c in _CLAUSE.split(sentence.strip("　 \t：:，,")) if c.strip()]
 
 
-def _sentence_subject(sentence: str | list[str], lexicon: Lexicon, skip: tuple = ()) -> str | None:
+def _sentence_subject(sentence: str | list[str], lexicon: Lexicon, skip: tuple = (), before_verb: bool = False) -> str | None:
     """The subject nearest the end of a sentence (or of its clauses): the last clause that opens
-    with one (or with a person seen: 看时，见石秀…), passing over those in ``skip``."""
+    with one (or with a person seen: 看时，见石秀…), passing over those in ``skip`` and the one heard
+    (听得宋江骂时), unless, ``before_verb`` the clauses of a speech tag, what he is heard doing leads
+    to the words (只听得那妖精敲着锣，…自念自诵道)."""
     clauses = _clauses(sentence) if isinstance(sentence, str) else sentence
     for k in range(len(clauses) - 1, -1, -1):
         clause = clauses[k]
         if k and _WHO_IT_IS.match(clause) and any(c.endswith(_LOOKING) for c in clauses[:k]):
             continue  # 林冲看时，不是别人，却是柴进: the one who looks goes on, not the one he sees
+        heard = k and _HEARING.match(clause.strip(" \t　”’"))
+        if heard and (clause.endswith("时") or not (before_verb or _SPEAKING.search(clause))):
+            # 婆惜也不曾睡着，听得宋江骂时，扭过身回道; 李逵…，听得戴宗齁齁的睡着。: the one heard, not
+            # who goes on (but 只听得蒋门神口里称赞不了，只说: his words are what is heard)
+            continue
         if k and clause.startswith("见") and clauses[k - 1].endswith(("看时", "看")):
             clause = clause[1:]  # 宋江看时，见石秀拈着口刀，…: the one seen acts next
         name = subject(clause, lexicon, first=k == 0)
@@ -566,6 +580,9 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
     if name in PRONOUNS and len(clauses) > 1:
         # 庞元只道张世开打小厮，他便叫道 → 庞元; 王庆见是个卖卦的，他已有…，他便叫道 → 王庆
         name = _sentence_subject(clauses[:-1], lexicon, skip=PRONOUNS) or name
+    counted = name in COLLECTIVES and len(clauses) > 1 and _COUNTED_HEAD.search("，".join(clauses[:-1]) + "，")
+    if counted and strip_lead(verb).startswith(name):
+        return counted.group(1)  # 上有三个渔人，一个看船，两个上岸来说道: two of the 渔人 the sentence counted
     if name in COLLECTIVES and len(clauses) > 1:
         group = _sentence_subject(clauses[:-1], lexicon)
         name = group if group and "、" in group else name  # 那陆虞候和富安见老都管来问病，两个商量道
@@ -580,7 +597,7 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
             group.insert(0, other)
         name = "、".join(group)
     own = name
-    name = name or _sentence_subject(clauses[:-1], lexicon) or _reporter(clauses, lexicon, len(clauses) - 1)
+    name = name or _sentence_subject(clauses[:-1], lexicon, before_verb=True) or _reporter(clauses, lexicon, len(clauses) - 1)
     if name and not own and "、" in name and _INSTRUCTING.match(strip_lead(verb)):
         name = name.split("、")[0]  # 燕青和李逵吃了些早饭，分付道: one of them gives the instructions, the first named
     if name and not own and _TOGETHER.search(verb) and "、" not in name and name not in COLLECTIVES + ("众人",):
@@ -599,6 +616,9 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         name = name if _NUMBERS.search(counted) else counted  # 一行部从二百余人，一齐声喏道 → 部从 (not 三二十人)
         placed = _PLACED.match(name)
         name = name[placed.end() :] if placed and name.endswith(PERSON_HEADS) else name  # 前头寨兵指道 → 寨兵
+    kin = name and name in lexicon.names and re.search(re.escape(name) + _KIN_PAIR, sentence)
+    if kin:
+        name = name + kin.group(1)  # 张青夫妻两个笑道, 施恩父子商议道: the two as the text calls them
     if name == "公人" and state.story and _TWO_ESCORTS.search(verb):
         name = state.story.escorts(state.pos) or name  # 两个公人道 → 张千、李万, named when they were sent
     return _resolve(name, state) if name else _carried(verb, state)
@@ -861,6 +881,8 @@ def _listener(clause: str, lexicon: Lexicon) -> str | None:
     for i in range(1, len(clause) - 1):
         name = lexicon.name_at(clause, i)
         if name and clause[i - 1] in LISTENER_MARKERS:
+            if clause[i - 1] in "和同与" and TOGETHER_AFTER.match(clause[i + len(name) :]):
+                continue  # 阮小五和阮小七都道: the two speak as one
             return name
     return None
 

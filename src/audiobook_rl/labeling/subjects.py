@@ -39,13 +39,14 @@ LEAD_WORDS = (
     "只听得", "只听的", "只听", "只管", "忽听得", "忽听", "但听得", "但听", "听得", "只见", "却见", "忽见", "但见", "猛见",
     "这时", "此时", "当下", "于是", "随即", "然后", "忽然", "突然", "猛然", "只是", "只闻", "乃是", "却是",
     "且说", "却说", "话说", "再说", "只说", "原来", "正是", "随后", "对阵", "阵前", "阵上", "对面", "当有", "一面",
-    "这边", "那边", "两边", "中间", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好", "已自",
+    "这边", "那边", "两边", "中间", "席间", "当先", "部下", "手下", "帐下", "麾下", "却好", "恰好", "正好", "已自",
     "吓得", "惊得", "唬得", "諕得", "慌得", "吓的", "惊的", "唬的", "慌的", "这里", "因此", "一时",
     "却", "便", "又", "也", "只", "忽", "但", "且", "遂", "乃", "就", "再", "亦", "还", "都", "早", "先", "因", "偏",
 )  # fmt: skip
 _STORY_TURNS = ("且说", "却说", "话说", "再说", "只说")  # the narrator's "now": what follows is whom he turns to
 # Any run of lead words that leaves something after it.
-_LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + ")(?=.))*")
+# (and an ordinal that counts off who comes: 第二拨豹子头林冲已到阵前)
+_LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + "|第[一二三四五六七八九十]+(?:拨|队|阵))(?=.))*")
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
 LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻回")
 # Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
@@ -296,12 +297,18 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
     if _REASONS.match(clause):
         return None  # 一者是天罡之数；二者见宋江礼貌甚恭: his reasons, not people
     found = _subject(clause, names, verb_clause=verb_clause, first=first)
-    if found and not verb_clause and "、" not in found and found not in PRONOUNS and found in clause:
+    if found and "、" not in found and found not in PRONOUNS and found in clause:
         after = clause[clause.find(found) + len(found) :]
-        partner = after[:1] == "和" and names.name_at(after, 1)
+        partner = after[:1] in "和同与" and names.name_at(after, 1)
         if partner and is_surname(partner) and not common_noun(partner) and after[1 + len(partner) : 2 + len(partner)] != "的":
-            return f"{found}、{partner}"
+            together = TOGETHER_AFTER.match(after[1 + len(partner) :])  # 罗真人同公孙胜都打个稽首，道
+            if together or (not verb_clause and after[:1] == "和"):
+                return f"{found}、{partner}"
     return found
+
+
+# What says that two just named act as one (罗真人同公孙胜都…, 宋江和吴用两个…).
+TOGETHER_AFTER = re.compile("(?:也|又|便)?(?:都|俱|一齐|齐声|齐|两个|二人|同声)")
 
 
 # Who someone is: 那天使是方腊面前引进使冯喜, 当案却是黄孔目, 乃是曾家第四子曾魁 (not 不是, 是个).
