@@ -698,3 +698,20 @@ def test_two_of_a_family_named_by_one_of_them_speak_as_the_text_calls_them():
     assert speakers_in(FILLER + excerpt, excerpt) == ["张青夫妻"]
     alone = "　　武松辞了出门。张青看了，喝采道：“果然好个行者！”\n"
     assert speakers_in(FILLER + alone, alone) == ["张青"]
+
+
+# rules-v30, from the errors of check29, written while check30 was labelled
+
+
+def test_a_count_word_goes_on_the_people_the_text_last_counted_by_their_noun():
+    names = NAMES | {"林冲"}
+    counted = "　　次日，只听得门首有两个承局叫道：“林教头，太尉钧旨，叫你将刀去比看。”林冲随这两个承局来。\n"
+    excerpt = "　　林冲立住了脚。两个又道：“太尉在里面后堂内坐地。”\n"
+    assert speakers_in(counted + excerpt, excerpt, names) == ["承局"]
+    assert speakers_in(FILLER * 20 + excerpt, excerpt, names) == ["两个"]
+
+
+def test_words_of_manner_before_the_verb_are_no_name():
+    names = NAMES | {"李俊"}
+    excerpt = "　　那四个好汉却看了他们三个，说了一回，互相厮觑道：“这个为头的好汉，莫不是李俊？”\n"
+    assert speakers_in(FILLER + excerpt, excerpt, names) == ["好汉"]

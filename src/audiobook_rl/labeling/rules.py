@@ -168,9 +168,11 @@ _SENT_TO_SPEAK = re.compile(
 )
 _REPORTING = re.compile("报|告|禀")
 # People the sentence counts out by their noun (三个渔人), of whom a count word goes on (两个…说道).
-_COUNTED_HEAD = re.compile("[三四五六七八九十几数]+个(" + "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True)) + ")[，,]")
+_HEADS = "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
+_COUNTED_HEAD = re.compile(f"[三四五六七八九十几数]+个({_HEADS})[，,]")
 # Two of a family the text names by one of them (张青夫妻, 施恩父子; not 宋江弟兄两个…问人道: one asks).
 _KIN_PAIR = "(夫妻|夫妇|父子|母子)"
+_COUNT_OF = re.compile("^(?:他)?(两|二|三)(?:个|人)$")
 _HEARING = re.compile("^(?:又|却|只|忽|正|早)?(?:听得|听的|听见)")
 _SPEAKING = re.compile("说|道|叫|喊|称|骂|言|问|笑|哭|唱|嚷")
 _BARE_SPEECH = re.compile("^(?:说道|说|道|报说|禀说|言说)[：:，,]?$")
@@ -250,7 +252,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v29"
+    model = "rules-v30"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -794,10 +796,22 @@ def _resolve(name: str, state: _State) -> str:
         # (not 那弟兄二人大惊道…那二人道: a group the text has not named has just spoken)
         unnamed = any("、" not in s and _UNNAMED_GROUP.search(s) for s in state.recent[-3:])
         counted = (state.group or not described) and not unnamed and name not in _KIN_GROUPS and _counted_group(name, state)
-        return counted or state.group or (state.last_subject if described else name)
+        return counted or state.group or (state.last_subject if described else _counted_noun(name, state) or name)
     if name in PRONOUNS:
         return state.last_subject or state.other_speaker() or UNKNOWN_SPEAKER
     return name
+
+
+def _counted_noun(word: str, state: _State, reach: int = 400) -> str | None:
+    """The noun of the people the text last counted as many as a count word says (只听得门首有两个承局
+    叫道…两个又道 → 承局), where it names nobody else for them."""
+    count = _COUNT_OF.match(word)
+    if not count or state.story is None:
+        return None
+    text = state.story.text[max(0, state.pos - reach) : state.pos]
+    number = "三" if count.group(1) == "三" else "两|二"
+    found = list(re.finditer(f"(?:{number})个({_HEADS})", text))
+    return found[-1].group(1) if found else None
 
 
 def _counted_group(word: str, state: _State, reach: int = 600) -> str | None:
