@@ -24,7 +24,7 @@ against reference scripts built from the labels: the labeler's own segments with
 first right name, the other right names folded into it as aliases of that excerpt; a quote left
 unlabelled (``"speaker": null``) keeps the labeler's speaker there and is not counted per quote.
 
-The sets up to ``check16`` and ``check21`` to ``check24`` hold 水浒传 excerpts: offsets into the
+The sets up to ``check16`` and ``check21`` to ``check30`` hold 水浒传 excerpts: offsets into the
 plain-text copy that sits beside the repository as ``../shared/data/shuihuzhuan.txt`` (pass it with
 ``--novel``; each set records its checksum, and the novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
 on. ``check.json`` (odd chapters), ``check2.json`` to ``check16.json`` were each drawn apart from every
@@ -50,7 +50,9 @@ between all of them and the seeded draws, picked for descriptor tags), ``check26
 seeded draws never scored with a verdict file) and ``check27`` (the text left again, picked for two names
 in a tag, names with words before the verb and quotes with next to no tag) were labelled while
 ``rules-v25``, ``rules-v26`` and ``rules-v27`` were written from the set before, and each was measured
-once with them. Quoted words nobody says are their own kind there, ``not speech`` (the README's
+once with them; so were ``check28`` to ``check30`` (100 windows each of the text left, picked for two
+names in a tag, and for names with words or quotes with next to no tag) with ``rules-v28`` to
+``rules-v30``. Quoted words nobody says are their own kind there, ``not speech`` (the README's
 "Measured" table gives the numbers).
 
 ``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not

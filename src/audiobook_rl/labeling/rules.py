@@ -172,6 +172,7 @@ _HEADS = "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, rever
 _COUNTED_HEAD = re.compile(f"[三四五六七八九十几数]+个({_HEADS})[，,]")
 # Two of a family the text names by one of them (张青夫妻, 施恩父子; not 宋江弟兄两个…问人道: one asks).
 _KIN_PAIR = "(夫妻|夫妇|父子|母子)"
+_KIN_WORDS = re.compile(_KIN_PAIR)
 _COUNT_OF = re.compile("^(?:他)?(两|二|三)(?:个|人)$")
 _HEARING = re.compile("^(?:又|却|只|忽|正|早)?(?:听得|听的|听见)")
 _SPEAKING = re.compile("说|道|叫|喊|称|骂|言|问|笑|哭|唱|嚷")
@@ -377,7 +378,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
             # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
             speaker = self_named(text, lexicon) or speaker
         # Someone the tag brings in (一员猛将, 一个先生): the narration right after may say who he is.
-        brought_in = len(speaker) >= 2 and re.search(f"(?:一个|一员|一位|一条)(?:[\u4e00-\u9fff]{{0,2}}){re.escape(speaker)}", tag)
+        brought_in = len(speaker) >= 2 and "一" in tag and re.search(f"(?:一个|一员|一位|一条)(?:[\u4e00-\u9fff]{{0,2}}){re.escape(speaker)}", tag)
         if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员条对起伙群队班彪簇枝支筹]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
             speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
         if _INDEFINITE.match(speaker) or brought_in:
@@ -618,7 +619,7 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         name = name if _NUMBERS.search(counted) else counted  # 一行部从二百余人，一齐声喏道 → 部从 (not 三二十人)
         placed = _PLACED.match(name)
         name = name[placed.end() :] if placed and name.endswith(PERSON_HEADS) else name  # 前头寨兵指道 → 寨兵
-    kin = name and name in lexicon.names and re.search(re.escape(name) + _KIN_PAIR, sentence)
+    kin = name and _KIN_WORDS.search(sentence) and name in lexicon.names and re.search(re.escape(name) + _KIN_PAIR, sentence)
     if kin:
         name = name + kin.group(1)  # 张青夫妻两个笑道, 施恩父子商议道: the two as the text calls them
     if name == "公人" and state.story and _TWO_ESCORTS.search(verb):
