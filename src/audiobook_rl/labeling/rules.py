@@ -377,7 +377,7 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         if speaker == UNKNOWN_SPEAKER or is_descriptor(speaker, lexicon) or not _proper(speaker, lexicon):
             # Someone not named yet names himself (那人禀道：“小人是三都缉捕使臣何涛。”).
             speaker = self_named(text, lexicon) or speaker
-        # Someone the tag brings in (一员猛将, 一个先生): the narration right after may say who he is.
+        # Someone the tag brings in by a noun (一个客人走到面前): the narration right after may say who he is.
         brought_in = len(speaker) >= 2 and "一" in tag and re.search(f"(?:一个|一员|一位|一条)(?:[\u4e00-\u9fff]{{0,2}}){re.escape(speaker)}", tag)
         if not re.search(f"(?:[两二三四五六七八九十几数众诸][个位名员条对起伙群队班彪簇枝支筹]?|们){re.escape(speaker)}|{re.escape(speaker)}们", tag):
             speaker = _identify(speaker, state)  # (四个好汉齐答道: many, not the one named)
@@ -512,9 +512,9 @@ def _clauses(sentence: str) -> list[str]:
 
 def _sentence_subject(sentence: str | list[str], lexicon: Lexicon, skip: tuple = (), before_verb: bool = False) -> str | None:
     """The subject nearest the end of a sentence (or of its clauses): the last clause that opens
-    with one (or with a person seen: 看时，见石秀…), passing over those in ``skip`` and the one heard
-    (听得宋江骂时), unless, ``before_verb`` the clauses of a speech tag, what he is heard doing leads
-    to the words (只听得那妖精敲着锣，…自念自诵道)."""
+    with one (or with a person seen: 看时，见石秀…), passing over those in ``skip`` and the one a
+    clause hears (听得宋江骂时), unless ``before_verb`` (the clauses before a speech verb) says that what
+    he is heard doing leads to the words (只听得那妖精敲着锣，…自念自诵道)."""
     clauses = _clauses(sentence) if isinstance(sentence, str) else sentence
     for k in range(len(clauses) - 1, -1, -1):
         clause = clauses[k]

@@ -49,6 +49,8 @@ _STORY_TURNS = ("且说", "却说", "话说", "再说", "只说")  # the narrato
 _LEADS = re.compile("(?:(?:" + "|".join(sorted(LEAD_WORDS, key=len, reverse=True)) + "|第[一二三四五六七八九十]+(?:拨|队|阵))(?=.))*")
 # One character before a name that makes the name a listener (对林青道, 问沈墨白道).
 LISTENER_MARKERS = set("对向问与和跟朝冲同给替把让着请叫唤闻回")
+# … but not where what follows says the two act as one (罗真人同公孙胜都…, 宋江和吴用两个…).
+TOGETHER_AFTER = re.compile("(?:也|又|便)?(?:都|俱|一齐|齐声|齐|两个|二人|同声)")
 # Verbs of address: a name right after them is spoken to, not speaking (目视雷横说道).
 ADDRESS_VERBS = (
     "分付", "吩咐", "嘱咐", "嘱付", "申复", "禀复", "回复", "埋怨", "大骂", "痛骂", "带领", "率领", "引领", "引着", "目视", "看着", "望着", "指着", "瞅着", "叫过", "唤过", "唤", "叫", "请",
@@ -305,10 +307,6 @@ def subject(clause: str, names: Names, *, verb_clause: bool = False, first: bool
             if together or (not verb_clause and after[:1] == "和"):
                 return f"{found}、{partner}"
     return found
-
-
-# What says that two just named act as one (罗真人同公孙胜都…, 宋江和吴用两个…).
-TOGETHER_AFTER = re.compile("(?:也|又|便)?(?:都|俱|一齐|齐声|齐|两个|二人|同声)")
 
 
 # Who someone is: 那天使是方腊面前引进使冯喜, 当案却是黄孔目, 乃是曾家第四子曾魁 (not 不是, 是个).
