@@ -168,12 +168,12 @@ _SENT_TO_SPEAK = re.compile(
 )
 _REPORTING = re.compile("报|告|禀")
 # People the sentence counts out by their noun (三个渔人), of whom a count word goes on (两个…说道).
-_HEADS = "|".join(sorted((h for h in PERSON_HEADS if len(h) > 1), key=len, reverse=True))
-_COUNTED_HEAD = re.compile(f"[三四五六七八九十几数]+个({_HEADS})[，,]")
-# Two of a family the text names by one of them (张青夫妻, 施恩父子; not 宋江弟兄两个…问人道: one asks).
-_KIN_PAIR = "(夫妻|夫妇|父子|母子)"
-_KIN_WORDS = re.compile(_KIN_PAIR)
+_COUNTED_HEAD = re.compile(f"[三四五六七八九十几数]+个({_LONG_NOUNS})[，,]")
+# … and those the text counted before, of whom a count word goes on (有两个承局叫道…两个又道).
 _COUNT_OF = re.compile("^(?:他)?(两|二|三)(?:个|人)$")
+_COUNTED_NOUN = {"两": re.compile(f"(?:两|二)个({_LONG_NOUNS})"), "三": re.compile(f"三个({_LONG_NOUNS})")}
+# Two of a family the text names by one of them (张青夫妻, 施恩父子; not 宋江弟兄两个…问人道: one asks).
+_COUPLE = re.compile("夫妻|夫妇|父子|母子")
 _HEARING = re.compile("^(?:又|却|只|忽|正|早)?(?:听得|听的|听见)")
 _SPEAKING = re.compile("说|道|叫|喊|称|骂|言|问|笑|哭|唱|嚷")
 _BARE_SPEECH = re.compile("^(?:说道|说|道|报说|禀说|言说)[：:，,]?$")
@@ -577,7 +577,7 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         name = inner.group(1)
     name = name or _given_alone(verb, lexicon, state)
     name = name or _sent_to_speak(clauses)
-    beside = _BESIDE.search(verb)
+    beside = not name and _BESIDE.search(verb)
     name = name or (beside and beside.group(1))
     name = name or _news(clauses) or subject(verb, lexicon, verb_clause=True, first=len(clauses) == 1) or _reporter(clauses[-1:], lexicon, 1) or name_before_verb(verb, lexicon)
     if name in PRONOUNS and len(clauses) > 1:
@@ -619,9 +619,9 @@ def _tag_subject(sentence: str, lexicon: Lexicon, state: _State) -> str:
         name = name if _NUMBERS.search(counted) else counted  # 一行部从二百余人，一齐声喏道 → 部从 (not 三二十人)
         placed = _PLACED.match(name)
         name = name[placed.end() :] if placed and name.endswith(PERSON_HEADS) else name  # 前头寨兵指道 → 寨兵
-    kin = name and _KIN_WORDS.search(sentence) and name in lexicon.names and re.search(re.escape(name) + _KIN_PAIR, sentence)
-    if kin:
-        name = name + kin.group(1)  # 张青夫妻两个笑道, 施恩父子商议道: the two as the text calls them
+    couple = name in lexicon.names and next((m.group() for m in _COUPLE.finditer(sentence) if sentence.endswith(name, 0, m.start())), None)
+    if couple:
+        name = name + couple  # 张青夫妻两个笑道, 施恩父子商议道: the two as the text calls them
     if name == "公人" and state.story and _TWO_ESCORTS.search(verb):
         name = state.story.escorts(state.pos) or name  # 两个公人道 → 张千、李万, named when they were sent
     return _resolve(name, state) if name else _carried(verb, state)
@@ -810,8 +810,7 @@ def _counted_noun(word: str, state: _State, reach: int = 400) -> str | None:
     if not count or state.story is None:
         return None
     text = state.story.text[max(0, state.pos - reach) : state.pos]
-    number = "三" if count.group(1) == "三" else "两|二"
-    found = list(re.finditer(f"(?:{number})个({_HEADS})", text))
+    found = list(_COUNTED_NOUN["三" if count.group(1) == "三" else "两"].finditer(text))
     return found[-1].group(1) if found else None
 
 
