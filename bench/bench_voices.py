@@ -2,11 +2,14 @@
 teaching the script's convention, then GRPO from the SFT warm start, measured against that warm start.
 
     python bench/bench_voices.py --model models/qwen2.5-coder-0.5b-instruct [--novel NOVEL.txt] \\
-        [--steps 40] [--seeds 1 2 3] [--arms grpo kl] [--parallel 3] [--out bench-voices]
+        [--steps 40] [--seeds 1 2 3] [--arms grpo kl] [--parallel 2] [--n-sft 0] [--base-options all] \\
+        [--out bench-voices]
 
 Data: excerpts of the novel cut by the project's slicer and labelled by the rule labeler with the
 novel's lexicon, as label_slices does: ``--n-train`` (16) training and ``--n-test`` (24) held-out
-excerpts, disjoint. Settings: config/one_gpu.yaml over config/config.yaml (its ``sft`` and
+excerpts, disjoint; with ``--n-sft N`` the warm start learns from N more excerpts that GRPO never
+trains on (by default it learns the training excerpts themselves, and GRPO then starts from a policy
+that already knows their answers). Settings: config/one_gpu.yaml over config/config.yaml (its ``sft`` and
 ``train`` sections); only the step count, the seed and an arm's changes (``ARMS``) differ.
 
 1. **The base policy** on the held-out excerpts (greedy), under each option: the prompts without a
@@ -68,10 +71,11 @@ ARMS = {"grpo": {}, "kl": {"kl_coef": 0.1}, "no_std": {"norm_adv_by_std": False}
 # ---------------------------------------------------------------------------------------------- data
 
 
-def build_data(novel: Path, n_train: int, n_test: int, seed: int) -> dict:
-    """Rule-labelled excerpts as split_dataset's train and test rows, and the names of each excerpt."""
+def build_data(novel: Path, n_train: int, n_test: int, seed: int, n_sft: int = 0) -> dict:
+    """Rule-labelled excerpts as split_dataset's train and test rows, ``n_sft`` more for the warm start
+    alone (all three disjoint), and the names of each excerpt."""
     text, _ = read_text(novel)
-    slices = slice_text(text, n=n_train + n_test, min_chars=100, max_chars=200, seed=seed, source=novel.name)
+    slices = slice_text(text, n=n_train + n_sft + n_test, min_chars=100, max_chars=200, seed=seed, source=novel.name)
     lexicon = build_lexicon(text)
     labeler = RuleLabeler(lexicon)
     labels = [
@@ -79,10 +83,11 @@ def build_data(novel: Path, n_train: int, n_test: int, seed: int) -> dict:
          "aliases": lexicon.aliases}
         for s, script in zip(slices, labeler.label(slices))
     ]
-    split = {"n_train": n_train, "n_val": 0, "n_test": n_test, "seed": seed, "data_source": "audiobook"}
+    # The warm start's own excerpts are cut as the validation part: disjoint from train and test.
+    split = {"n_train": n_train, "n_val": n_sft, "n_test": n_test, "seed": seed, "data_source": "audiobook"}
     rows = split_rows(labels, split, AgentPrompts.load(*map(str, PROMPTS["with example"])).create)
     names = {t["id"]: list(dict.fromkeys(m.group() for m in lexicon.names_in(t["text"]))) for t in labels}
-    return {"train": rows["train"], "test": rows["test"], "names": names}
+    return {"train": rows["train"], "sft": rows["val"] or rows["train"], "test": rows["test"], "names": names}
 
 
 def overlay() -> dict:
@@ -260,7 +265,12 @@ def main() -> None:
                         help="a novel .txt (default: the bundled story; the README's figures: 水浒传)")
     parser.add_argument("--n-train", type=int, default=16)
     parser.add_argument("--n-test", type=int, default=24)
+    parser.add_argument("--n-sft", type=int, default=0,
+                        help="warm start on this many more excerpts, none of them trained on by GRPO "
+                             "(default 0: on the training excerpts)")
     parser.add_argument("--data-seed", type=int, default=11)
+    parser.add_argument("--base-options", choices=["all", "config"], default="all",
+                        help="config: measure the base policy with config/prompts/ only (the one GRPO is compared with)")
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: train.total_steps of the overlay)")
     parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
     parser.add_argument("--arms", nargs="*", default=["grpo", "kl"], choices=list(ARMS))
@@ -284,14 +294,16 @@ def main() -> None:
     steps = args.steps or config["train"]["total_steps"]
     max_tokens = args.max_tokens or config["train"]["rollout"]["max_tokens"]
     args.out.mkdir(parents=True, exist_ok=True)
-    data = build_data(args.novel, args.n_train, args.n_test, args.data_seed)
+    data = build_data(args.novel, args.n_train, args.n_test, args.data_seed, args.n_sft)
     (args.out / "data.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     tasks = [Task.from_row(r) for r in data["test"]]
     judge = reward_judge(config["train"])
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
-    print(f"model {args.model}; {len(data['train'])} train / {len(tasks)} held-out excerpts of {args.novel.name}; "
+    sft_on = f"{args.n_sft} more excerpts" if args.n_sft else "the train excerpts"
+    print(f"model {args.model}; {len(data['train'])} train / {len(tasks)} held-out excerpts of {args.novel.name}, warm start on {sft_on}; "
           f"{max_tokens} tokens per call; {device_name}", flush=True)
-    summary: dict = {"settings": {"steps": steps, "sft": config["sft"], "train": config["train"], "arms": {a: ARMS[a] for a in args.arms}},
+    summary: dict = {"settings": {"steps": steps, "sft": config["sft"], "sft_excerpts": len(data["sft"]), "train": config["train"],
+                                  "arms": {a: ARMS[a] for a in args.arms}},
                      "options": {}, "runs": []}
 
     # 1. the base policy under each option
@@ -300,6 +312,8 @@ def main() -> None:
         "base, prompts with example": (args.model, PROMPTS["with example"], None),
         "base, with example, speakers constrained": (args.model, PROMPTS["with example"], data["names"]),
     }
+    if args.base_options == "config":
+        options = {name: option for name, option in options.items() if name == "base, prompts with example"}
     for name, (model_dir, pair, names) in options.items():
         t0 = time.monotonic()
         finals, drafts = generate(model_dir, tasks, pair, max_tokens, args.device, names)
@@ -309,7 +323,7 @@ def main() -> None:
     sft_dir = args.out / "sft"
     t0 = time.monotonic()
     prompts = AgentPrompts.load(*map(str, PROMPTS["with example"]))
-    sft_summary = warm_start_policy(args.model, [Task.from_row(r) for r in data["train"]], prompts, config["sft"], sft_dir, args.device)
+    sft_summary = warm_start_policy(args.model, [Task.from_row(r) for r in data["sft"]], prompts, config["sft"], sft_dir, args.device)
     sft_s = time.monotonic() - t0
     finals, drafts = generate(sft_dir, tasks, PROMPTS["with example"], max_tokens, args.device)
     summary["options"]["SFT warm start"] = sft = measure(tasks, finals, drafts, judge, data["names"])
