@@ -52,15 +52,15 @@ in a tag, names with words before the verb and quotes with next to no tag) were 
 ``rules-v25``, ``rules-v26`` and ``rules-v27`` were written from the set before, and each was measured
 once with them; so were ``check28`` to ``check30`` (100 windows each of the text left, picked for two
 names in a tag, and for names with words or quotes with next to no tag) with ``rules-v28`` to
-``rules-v30``. Quoted words nobody says are their own kind there, ``not speech`` (the README's
-"Measured" table gives the numbers).
+``rules-v30``. Quoted words nobody says are their own kind there, ``not speech`` (docs/labeler.md gives
+every set's numbers; the README, the held-out totals).
 
 ``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not
 written on: 西游记, 红楼梦, 三国演义 and 隋唐演义, the plain-text files ``data/<name>.txt`` of the same
 repository and commit as the 水浒传 copy (each set records the file's name, length and checksum; pass the
 file with ``--novel``). Each was labelled before the rules it measures were frozen and measured once;
 ``rules-v15`` was written from check18's errors, ``rules-v16`` from check17's, ``rules-v17`` and ``rules-v18`` from those of
-check19 and check20 (the README's "Other novels"). Excerpts were picked by text alone (a tag with a
+check19 and check20 (docs/labeler.md, "Other novels"). Excerpts were picked by text alone (a tag with a
 descriptor, no subject, two names, a name with words after it), never by what the labeler answered.
 """
 
@@ -72,7 +72,7 @@ from pathlib import Path
 
 from audiobook_rl.judging.speaker_key import quoted_segments, reference_script
 
-DEFAULT_NOVEL = Path(__file__).resolve().parents[1] / "corpus" / "story.txt"  # the README's figures: --novel 水浒传
+DEFAULT_NOVEL = Path(__file__).resolve().parents[1] / "corpus" / "story.txt"  # the figures in docs/labeler.md: --novel 水浒传
 
 
 def read_answers(path: str) -> dict[str, set[str]]:
