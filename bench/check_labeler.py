@@ -25,8 +25,8 @@ first right name, the other right names folded into it as aliases of that excerp
 unlabelled (``"speaker": null``) keeps the labeler's speaker there and is not counted per quote.
 
 The sets up to ``check16`` and ``check21`` to ``check30`` hold 水浒传 excerpts: offsets into the
-plain-text copy that sits beside the repository as ``../shared/data/shuihuzhuan.txt`` (pass it with
-``--novel``; each set records its checksum, and the novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
+public-domain plain-text copy ``shuihuzhuan.txt`` (pass it with ``--novel``; each set records its
+checksum, and the novel itself is not in the repository). ``tuning.json`` (even chapters) is what the rules were written
 on. ``check.json`` (odd chapters), ``check2.json`` to ``check16.json`` were each drawn apart from every
 excerpt looked at before and labelled by reading the novel around them before the labeler ran on them;
 each was held out until its first measurement, after which the errors of the first three were read and

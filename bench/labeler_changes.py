@@ -1,8 +1,8 @@
 """Every quote of a novel as the rule labeler reads it, and what a rule change does to them.
 
-    python bench/labeler_changes.py --novel ../shared/data/shuihuzhuan.txt --save before.json
+    python bench/labeler_changes.py --novel shuihuzhuan.txt --save before.json
     (edit the rules)
-    python bench/labeler_changes.py --novel ../shared/data/shuihuzhuan.txt --against before.json [--save after.json]
+    python bench/labeler_changes.py --novel shuihuzhuan.txt --against before.json [--save after.json]
 
 Labels each paragraph of the novel that holds a quote, where it stands (the labeler reads the novel
 before it, as ``label_slices`` does), with the lexicon of the whole novel. ``--save`` writes every
