@@ -45,8 +45,11 @@ def test_judge_prints_the_rubric_verdict_of_raw_model_output(files, capsys):
     assert main(judge_args(files)) == 0
     verdict = json.loads(capsys.readouterr().out)
     assert (verdict["backend"], verdict["error"]) == ("rubric", None)
-    assert verdict["scores"]["format"] == 0.8 and "removed a code fence" in verdict["reasons"]["format"]
-    assert verdict["overall"] == pytest.approx(1 - 0.2 * 0.2)
+    candidate = files["candidate.txt"].read_text(encoding="utf-8")
+    share = len(candidate[candidate.index("```"):]) / len(candidate)  # the preamble costs its share
+    assert verdict["scores"]["format"] == pytest.approx(0.8 * share, abs=1e-6)
+    assert "removed a code fence" in verdict["reasons"]["format"]
+    assert verdict["overall"] == pytest.approx(1 - 0.2 * (1 - 0.8 * share), abs=1e-6)
 
 
 def test_reference_may_be_a_labels_line(files, capsys):

@@ -173,6 +173,25 @@ def test_format_ranks_strict_above_repaired_above_partly_invalid():
     assert unreadable.overall == 0.0 and "unreadable" in unreadable.reasons["format"]
 
 
+def test_text_written_after_the_array_costs_format_in_proportion():
+    # A policy that writes on after its script until the token limit (more arrays, as GRPO
+    # checkpoints did) was read as a repaired array and lost only 0.2 of its format; the text around
+    # the script now costs its share of the output, and only format pays for it.
+    clean = score(REFERENCE_JSON)
+    junk = ']' + '[{"speaker":"旁白","content":"旁白","tone":"平静","intensity":1,"delay":800}]' * 8
+    for tail in (junk, junk * 4):
+        v = score(REFERENCE_JSON + tail)
+        share = len(REFERENCE_JSON) / len(REFERENCE_JSON + tail)
+        assert v.scores["format"] == pytest.approx(0.8 * share, abs=1e-6)
+        assert "share of the output" in v.reasons["format"]
+        assert {d: v.scores[d] for d in DIMENSIONS if d != "format"} == {d: clean.scores[d] for d in DIMENSIONS if d != "format"}
+    assert score(REFERENCE_JSON + junk * 4).overall < score(REFERENCE_JSON + junk).overall < clean.overall
+    # A chat preamble costs a few characters' worth, a fenced script nothing beyond the repair.
+    polite = score("脚本如下：" + REFERENCE_JSON).scores["format"]
+    assert 0.8 * 0.98 < polite < 0.8
+    assert score(f"```json\n{REFERENCE_JSON}\n```").scores["format"] == 0.8
+
+
 def test_text_left_out_cannot_be_made_up_by_form(cases):
     # A stub (a speech tag and one invented line), a copied sentence (alone or repeated) and the
     # same output for every excerpt, against references of realistic length: low overall and on

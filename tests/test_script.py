@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from audiobook_rl.script import NARRATOR, TONES, Segment, dumps, joined_content, parse_script, reading_text
 
 GOOD = [
@@ -22,6 +24,9 @@ def test_fence_prose_and_wrapper_are_repaired_and_reported():
     assert fenced.status == "repaired" and fenced.ok and fenced.repairs == ["removed a code fence"]
     prose = parse_script(f"脚本：{text} 完。")
     assert prose.status == "repaired" and prose.ok and prose.repairs == ["removed prose around the array"]
+    assert prose.share == pytest.approx(len(text) / len(f"脚本：{text} 完。"))
+    assert fenced.share == pytest.approx(len(f"```json\n{text}\n```") / len(f"好的，脚本如下：\n```json\n{text}\n```\n希望有帮助。"))
+    assert parse_script(text).share == 1.0
     wrapped = parse_script(json.dumps({"segments": GOOD}, ensure_ascii=False))
     assert wrapped.status == "repaired" and "unwrapped the segment list from an object" in wrapped.repairs
     assert len(wrapped.segments) == 2

@@ -68,7 +68,9 @@ class ParseResult:
     ``status`` is ``"strict"`` (a bare JSON array), ``"repaired"`` (readable after the repairs
     listed in ``repairs``) or ``"invalid"`` (no array found; ``segments`` is empty).
     ``items`` counts the array's entries; ``errors`` lists per-segment schema problems, and only
-    the entries without problems are in ``segments``.
+    the entries without problems are in ``segments``. ``share`` is the part of the output's
+    characters that the script was read from: below 1 when prose around it was dropped (a policy
+    that writes on after its array, to the token limit, has a small share).
     """
 
     status: str
@@ -76,6 +78,7 @@ class ParseResult:
     items: int = 0
     repairs: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    share: float = 1.0
 
     @property
     def ok(self) -> bool:
@@ -138,18 +141,21 @@ def parse_script(raw: object) -> ParseResult:
         return ParseResult("invalid", errors=["output is empty"])
 
     value, ok = _loads(text)
+    span = len(text)  # the characters the script is read from
     if not ok:
         fence = _FENCE.search(text)
         if fence:
             value, ok = _loads(fence.group(1).strip())
             if ok:
                 repairs.append("removed a code fence")
+                span = len(fence.group(0))
     if not ok:
-        value, ok, what = _embedded_json(text)
+        value, ok, what, span = _embedded_json(text)
         if ok:
             repairs.append(what)
     if not ok:
         return ParseResult("invalid", repairs=repairs, errors=["no JSON array could be read"])
+    share = span / len(text)
 
     if isinstance(value, dict):
         array = _unwrap(value)
@@ -159,11 +165,11 @@ def parse_script(raw: object) -> ParseResult:
         value = array
     if not isinstance(value, list):
         return ParseResult("invalid", repairs=repairs, errors=[f"JSON {type(value).__name__}, not an array"])
-    return _check_array(value, "repaired" if repairs else "strict", repairs)
+    return _check_array(value, "repaired" if repairs else "strict", repairs, share)
 
 
-def _check_array(value: list, status: str, repairs: list[str]) -> ParseResult:
-    result = ParseResult(status, items=len(value), repairs=repairs)
+def _check_array(value: list, status: str, repairs: list[str], share: float = 1.0) -> ParseResult:
+    result = ParseResult(status, items=len(value), repairs=repairs, share=share)
     if not value:
         result.errors.append("the array is empty")
     for i, item in enumerate(value):
@@ -182,24 +188,25 @@ def _loads(text: str) -> tuple[object, bool]:
         return None, False
 
 
-def _embedded_json(text: str) -> tuple[object, bool, str]:
-    """Find the first decodable JSON array (or object) inside surrounding prose."""
+def _embedded_json(text: str) -> tuple[object, bool, str, int]:
+    """Find the first decodable JSON array (or object) inside surrounding prose; also return the
+    number of characters it spans."""
     decoder = json.JSONDecoder()
     for opener, what in (("[", "removed prose around the array"), ("{", "removed prose around the object")):
         start = text.find(opener)
         tries = 0
         while start != -1 and tries < 50:
             try:
-                value, _ = decoder.raw_decode(text, start)
+                value, end = decoder.raw_decode(text, start)
             except (ValueError, RecursionError):
                 start = text.find(opener, start + 1)
                 tries += 1
                 continue
             if isinstance(value, (list, dict)):
-                return value, True, what
+                return value, True, what, end - start
             start = text.find(opener, start + 1)
             tries += 1
-    return None, False, ""
+    return None, False, "", 0
 
 
 def _unwrap(obj: dict) -> list | None:

@@ -14,7 +14,9 @@ characters it happens to share with the reference. No candidate scores more than
 
 - **format**: the parser's verdict — a bare array scores 1, an array read after repairs (code
   fence, prose, ``{"segments": …}``) 0.8 — times the share of entries that pass the schema, times
-  the text read. Unparseable output scores 0 on every dimension (there is nothing to align).
+  the share of the output the script spans (text written around it, such as more JSON after the
+  array up to the token limit, costs in proportion), times the text read. Unparseable output
+  scores 0 on every dimension (there is nothing to align).
 - **completeness**: character alignment of the joined contents against the source: the share of
   the source's characters present times the share of the output's characters that are in the
   source, so omissions and invented text cost in proportion (a third of the text, copied
@@ -110,11 +112,12 @@ def rubric_scores(
 
     base = 1.0 if parsed.status == "strict" else REPAIRED_FORMAT
     valid = len(cand) / parsed.items
-    scores["format"] = base * valid * read
+    scores["format"] = base * valid * parsed.share * read
     reasons["format"] = (
         ("strict JSON array" if parsed.status == "strict" else f"readable after repairs: {', '.join(parsed.repairs)}")
         + f"; {len(cand)}/{parsed.items} segments valid"
         + (f" ({parsed.errors[0]})" if parsed.errors else "")
+        + (f"; × the script's share of the output {parsed.share:.2f}" if parsed.share < 1 else "")
         + f"; {scaled}"
     )
 
