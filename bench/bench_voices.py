@@ -3,7 +3,7 @@ teaching the script's convention, then GRPO from the SFT warm start, measured ag
 
     python bench/bench_voices.py --model models/qwen2.5-coder-0.5b-instruct [--novel NOVEL.txt] \\
         [--steps 40] [--seeds 1 2 3] [--arms grpo kl] [--parallel 2] [--n-sft 0] [--base-options all] \\
-        [--out bench-voices]
+        [--eval-every 0] [--out bench-voices]
 
 Data: excerpts of the novel cut by the project's slicer and labelled by the rule labeler with the
 novel's lexicon, as label_slices does: ``--n-train`` (16) training and ``--n-test`` (24) held-out
@@ -17,7 +17,8 @@ that already knows their answers). Settings: config/one_gpu.yaml over config/con
    the same with speakers constrained at decoding to 旁白 and the names the lexicon finds in the
    excerpt, and the SFT warm start on the training references (config/prompts/).
 2. **GRPO from the warm start**, per arm and seed, ``--parallel`` runs at a time on the GPU: seconds
-   per step, rollout tokens/s, and the final checkpoint on the held-out excerpts.
+   per step, rollout tokens/s, and the final checkpoint on the held-out excerpts (with
+   ``--eval-every K``, every K steps' checkpoint too: a run can rise and then fall).
 
 Per option and run it prints voice accuracy (overall, narration, quotes: :mod:`audiobook_rl.judging.voice`),
 the rubric judge's score, the share of readable scripts and the five most used speaker names; for
@@ -226,7 +227,8 @@ def run_grpo(args) -> None:
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     config = overlay()
     train = copy.deepcopy(config["train"])
-    train.update(ARMS[args.arm], seed=args.seed, total_steps=args.steps, test_freq=args.steps, save_freq=args.steps)
+    every = args.eval_every or args.steps
+    train.update(ARMS[args.arm], seed=args.seed, total_steps=args.steps, test_freq=args.steps, save_freq=every)
     if args.max_tokens:
         train["rollout"]["max_tokens"] = args.max_tokens
     judge = reward_judge(train)
@@ -239,7 +241,11 @@ def run_grpo(args) -> None:
     wall = time.monotonic() - started
     metrics = [m for m in ckpt.read_metrics(root) if m["step"] > 0]
     tasks = [Task.from_row(r) for r in data["test"]]
-    finals, drafts = generate(root / f"step_{args.steps}", tasks, PROMPTS["with example"], train["rollout"]["max_tokens"], args.device)
+    # Every kept checkpoint on the held-out excerpts (with --eval-every; else the last one alone).
+    checkpoints = {}
+    for step in sorted({*range(every, args.steps, every), args.steps}):
+        finals, drafts = generate(root / f"step_{step}", tasks, PROMPTS["with example"], train["rollout"]["max_tokens"], args.device)
+        checkpoints[step] = measure(tasks, finals, drafts, judge, data["names"])
     steady = [m["rollout_seconds"] + m["update_seconds"] for m in metrics[1:]] or [0.0]
     result = {
         "arm": args.arm, "seed": args.seed, "settings": {k: train[k] for k in ("lr", "kl_coef", "norm_adv_by_std", "total_steps")},
@@ -250,7 +256,8 @@ def run_grpo(args) -> None:
         "train_reward": [round(m["train_reward"], 4) for m in metrics],
         "train_voice": [round(m["train_voice"] or 0.0, 4) for m in metrics],
         "kl": [round(m["kl"], 5) for m in metrics],
-        "final": measure(tasks, finals, drafts, judge, data["names"]),
+        "final": checkpoints[args.steps],
+        "checkpoints": {str(step): m for step, m in checkpoints.items() if step != args.steps},
     }
     Path(args.result).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
 
@@ -277,6 +284,8 @@ def main() -> None:
     # Each run reserves up to 50 GiB on an H200 (0.5B policy, fp32 weights and Adam, 768 tokens per
     # call): three at once ran out of its 140 GiB.
     parser.add_argument("--parallel", type=int, default=2, help="GRPO runs at a time on the GPU")
+    parser.add_argument("--eval-every", type=int, default=0,
+                        help="also measure every this many steps' checkpoint on the held-out excerpts (default: the last only)")
     parser.add_argument("--max-tokens", type=int, default=None, help="override the tokens per call (dry runs)")
     parser.add_argument("--out", type=Path, default=Path("bench-voices"))
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the bench itself on a small model")
@@ -343,7 +352,8 @@ def main() -> None:
             result = args.out / f"run_{arm}_seed{seed}.json"
             cmd = [sys.executable, __file__, "--worker", "--model", str(args.model), "--novel", str(args.novel),
                    "--data", str(args.out / "data.json"), "--sft", str(sft_dir), "--work", str(args.out / "work"),
-                   "--result", str(result), "--arm", arm, "--seed", str(seed), "--steps", str(steps), "--device", args.device]
+                   "--result", str(result), "--arm", arm, "--seed", str(seed), "--steps", str(steps), "--device", args.device,
+                   "--eval-every", str(args.eval_every)]
             if args.max_tokens:
                 cmd += ["--max-tokens", str(args.max_tokens)]
             log = open(args.out / f"run_{arm}_seed{seed}.log", "w")
@@ -372,6 +382,12 @@ def main() -> None:
             for what in ("voice", "score"):
                 b, s = r["vs_base"][what], r["vs_sft"][what]
                 print(f"  {what}: vs base {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}]; vs SFT {s[0]:+.3f} [{s[1]:+.3f}, {s[2]:+.3f}]", flush=True)
+            for step, m in r.get("checkpoints", {}).items():  # the earlier checkpoints (--eval-every)
+                m["vs_sft"] = {"score": paired(score(m), score(sft)), "voice": paired(voice(m), voice(sft))}
+                v, j = m["vs_sft"]["voice"], m["vs_sft"]["score"]
+                print(f"  step {step}: voice {m['voice']:.3f} (quotes {m['quotes']:.3f}), score {m['score']:.3f}, json valid "
+                      f"{m['json_valid']:.2f}; vs SFT voice {v[0]:+.3f} [{v[1]:+.3f}, {v[2]:+.3f}], score {j[0]:+.3f} "
+                      f"[{j[1]:+.3f}, {j[2]:+.3f}]", flush=True)
             write_summary(args.out, summary)  # after each run: what finished is kept if the bench is stopped
     write_summary(args.out, summary)
 
