@@ -155,7 +155,6 @@ def parse_script(raw: object) -> ParseResult:
             repairs.append(what)
     if not ok:
         return ParseResult("invalid", repairs=repairs, errors=["no JSON array could be read"])
-    share = span / len(text)
 
     if isinstance(value, dict):
         array = _unwrap(value)
@@ -165,11 +164,13 @@ def parse_script(raw: object) -> ParseResult:
         value = array
     if not isinstance(value, list):
         return ParseResult("invalid", repairs=repairs, errors=[f"JSON {type(value).__name__}, not an array"])
-    return _check_array(value, "repaired" if repairs else "strict", repairs, share)
+    result = _check_array(value, "repaired" if repairs else "strict", repairs)
+    result.share = span / len(text)
+    return result
 
 
-def _check_array(value: list, status: str, repairs: list[str], share: float = 1.0) -> ParseResult:
-    result = ParseResult(status, items=len(value), repairs=repairs, share=share)
+def _check_array(value: list, status: str, repairs: list[str]) -> ParseResult:
+    result = ParseResult(status, items=len(value), repairs=repairs)
     if not value:
         result.errors.append("the array is empty")
     for i, item in enumerate(value):

@@ -171,7 +171,8 @@ _REPORTING = re.compile("报|告|禀")
 _COUNTED_HEAD = re.compile(f"[三四五六七八九十几数]+个({_LONG_NOUNS})[，,]")
 # … and those the text counted before, of whom a count word goes on (有两个承局叫道…两个又道).
 _COUNT_OF = re.compile("^(?:他)?(两|二|三)(?:个|人)$")
-_COUNTED_NOUN = {"两": re.compile(f"(?:两|二)个({_LONG_NOUNS})"), "三": re.compile(f"三个({_LONG_NOUNS})")}
+_TWO_OF = re.compile(f"(?:两|二)个({_LONG_NOUNS})")
+_COUNTED_NOUN = {"两": _TWO_OF, "二": _TWO_OF, "三": re.compile(f"三个({_LONG_NOUNS})")}
 # Two of a family the text names by one of them (张青夫妻, 施恩父子; not 宋江弟兄两个…问人道: one asks).
 _COUPLE = re.compile("夫妻|夫妇|父子|母子")
 _HEARING = re.compile("^(?:又|却|只|忽|正|早)?(?:听得|听的|听见)")
@@ -810,7 +811,7 @@ def _counted_noun(word: str, state: _State, reach: int = 400) -> str | None:
     if not count or state.story is None:
         return None
     text = state.story.text[max(0, state.pos - reach) : state.pos]
-    found = list(_COUNTED_NOUN["三" if count.group(1) == "三" else "两"].finditer(text))
+    found = list(_COUNTED_NOUN[count.group(1)].finditer(text))
     return found[-1].group(1) if found else None
 
 
