@@ -66,7 +66,7 @@ PROMPTS = {
     "with example": (REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md"),
 }
 # The GRPO arms: changes to the overlay's train section (--arms picks among them).
-ARMS = {"grpo": {}, "kl": {"kl_coef": 0.1}, "no_std": {"norm_adv_by_std": False}}
+ARMS = {"grpo": {}, "kl": {"kl_coef": 0.1}, "no_std": {"norm_adv_by_std": False}, "low_lr": {"lr": 1.0e-6}}
 
 
 # ---------------------------------------------------------------------------------------------- data
