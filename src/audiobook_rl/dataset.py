@@ -59,7 +59,7 @@ def split_rows(labels: list[dict], settings: dict, create_prompt: Prompt) -> dic
     Each row carries the create role's chat messages as ``prompt`` and the reference script as
     ``reward_model.ground_truth`` (JSON text), as verl's RL datasets expect.
     """
-    n_train, n_val, n_test = settings["n_train"], settings["n_val"], settings["n_test"]
+    n_train, n_val = settings["n_train"], settings["n_val"]
     wanted = split_size(settings)
     if wanted > len(labels):
         raise UserError(
