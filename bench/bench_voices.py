@@ -211,6 +211,16 @@ def paired(after: list[float], before: list[float], samples: int = 2000, seed: i
     return [statistics.fmean(diffs), means[int(0.025 * samples)], means[int(0.975 * samples) - 1]]
 
 
+def versus(m: dict, before: dict) -> dict:
+    """The paired change of the judge's score and of voice accuracy from ``before`` to ``m``."""
+    return {what: paired([p[what] for p in m["per_excerpt"]], [p[what] for p in before["per_excerpt"]])
+            for what in ("score", "voice")}
+
+
+def interval(change: list[float]) -> str:
+    return f"{change[0]:+.3f} [{change[1]:+.3f}, {change[2]:+.3f}]"
+
+
 def line(name: str, m: dict) -> str:
     top = ", ".join(f"{n} {c}" for n, c in m["top_speakers"])
     return (f"{name}: voice {m['voice']:.3f} (narration {m['narration']:.3f}, quotes {m['quotes']:.3f}); "
@@ -371,10 +381,7 @@ def main() -> None:
                 continue
             r = json.loads(result.read_text(encoding="utf-8"))
             final = r["final"]
-            score = lambda m: [p["score"] for p in m["per_excerpt"]]  # noqa: E731
-            voice = lambda m: [p["voice"] for p in m["per_excerpt"]]  # noqa: E731
-            r["vs_base"] = {"score": paired(score(final), score(base)), "voice": paired(voice(final), voice(base))}
-            r["vs_sft"] = {"score": paired(score(final), score(sft)), "voice": paired(voice(final), voice(sft))}
+            r["vs_base"], r["vs_sft"] = versus(final, base), versus(final, sft)
             summary["runs"].append(r)
             print(line(f"GRPO {r['arm']} seed {r['seed']}, step {steps}", final), flush=True)
             print(f"  steps: first {r['first_step_s']:.2f} s, steady median {r['steady_step_s']:.2f} s; rollouts "
@@ -382,14 +389,12 @@ def main() -> None:
                   f"{r['train_reward'][-1]:.3f}; train voice {r['train_voice'][0]:.3f} -> {r['train_voice'][-1]:.3f}; "
                   f"kl {r['kl'][-1]:.4f}", flush=True)
             for what in ("voice", "score"):
-                b, s = r["vs_base"][what], r["vs_sft"][what]
-                print(f"  {what}: vs base {b[0]:+.3f} [{b[1]:+.3f}, {b[2]:+.3f}]; vs SFT {s[0]:+.3f} [{s[1]:+.3f}, {s[2]:+.3f}]", flush=True)
+                print(f"  {what}: vs base {interval(r['vs_base'][what])}; vs SFT {interval(r['vs_sft'][what])}", flush=True)
             for step, m in r.get("checkpoints", {}).items():  # the earlier checkpoints (--eval-every)
-                m["vs_sft"] = {"score": paired(score(m), score(sft)), "voice": paired(voice(m), voice(sft))}
-                v, j = m["vs_sft"]["voice"], m["vs_sft"]["score"]
+                m["vs_sft"] = versus(m, sft)
                 print(f"  step {step}: voice {m['voice']:.3f} (quotes {m['quotes']:.3f}), score {m['score']:.3f}, json valid "
-                      f"{m['json_valid']:.2f}; vs SFT voice {v[0]:+.3f} [{v[1]:+.3f}, {v[2]:+.3f}], score {j[0]:+.3f} "
-                      f"[{j[1]:+.3f}, {j[2]:+.3f}]", flush=True)
+                      f"{m['json_valid']:.2f}; vs SFT voice {interval(m['vs_sft']['voice'])}, score "
+                      f"{interval(m['vs_sft']['score'])}", flush=True)
             write_summary(args.out, summary)  # after each run: what finished is kept if the bench is stopped
     write_summary(args.out, summary)
 
