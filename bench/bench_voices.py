@@ -256,8 +256,8 @@ def run_grpo(args) -> None:
     for step in sorted({*range(every, args.steps, every), args.steps}):
         finals, drafts = generate(root / f"step_{step}", tasks, PROMPTS["with example"], train["rollout"]["max_tokens"], args.device)
         checkpoints[step] = measure(tasks, finals, drafts, judge, data["names"])
-        # The bench never resumes: the optimizer state (twice the weights) goes, so that runs in a row fit the disk.
-        (root / f"step_{step}" / ckpt.STATE).unlink(missing_ok=True)
+    # The bench never resumes: the newest checkpoint's optimizer state (twice the weights) goes too.
+    (root / f"step_{args.steps}" / ckpt.STATE).unlink(missing_ok=True)
     steady = [m["rollout_seconds"] + m["update_seconds"] for m in metrics[1:]] or [0.0]
     result = {
         "arm": args.arm, "seed": args.seed, "settings": {k: train[k] for k in ("lr", "kl_coef", "norm_adv_by_std", "total_steps")},

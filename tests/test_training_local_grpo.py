@@ -67,7 +67,9 @@ def test_metrics_and_checkpoint_layout(uninterrupted):
     assert summary["best_step"] in (2, 3) and summary["best_val_reward"] == max(trained.values())
     for step in saved_steps(root):
         d = root / f"step_{step}"
-        assert {"config.json", "model.safetensors", "tokenizer.json", STATE} <= {p.name for p in d.iterdir()}
+        assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in d.iterdir()}
+    # Only the newest checkpoint keeps the optimizer state (twice the policy's size): it is the one resumed.
+    assert saved_steps(root, resumable=True) == [3] and not (root / "step_2" / STATE).exists()
 
 
 @pytest.mark.slow  # training in a child process, killed and resumed

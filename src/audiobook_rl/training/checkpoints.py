@@ -1,8 +1,10 @@
 """Checkpoints and the metrics log of a training run, laid out so that a killed run resumes.
 
-``<root>/step_N/`` holds the policy as a Hugging Face directory plus ``trainer_state.pt``
-(the optimizer state); it is written to a temporary directory and renamed, so
-a directory named ``step_N`` is always complete. ``<root>/run.json`` holds the fingerprint of the
+``<root>/step_N/`` holds the policy as a Hugging Face directory; it is written to a temporary
+directory and renamed, so a directory named ``step_N`` is always complete. The newest one also holds
+``trainer_state.pt`` (the optimizer state, what a resumed run needs): once a checkpoint is in place,
+the state is deleted from the ones before it (Adam's moments take twice the policy's size, and only
+the newest is ever resumed from). ``<root>/run.json`` holds the fingerprint of the
 inputs and settings: checkpoints of a different run are discarded instead of resumed.
 ``<root>/metrics.jsonl`` is the live log; on resume it is cut back to the checkpoint's step, so a
 resumed run writes the same lines as an uninterrupted one.
@@ -41,15 +43,15 @@ def fingerprint(settings: dict, judge_settings: dict | None, input_files: list[s
     return h.hexdigest()[:20]
 
 
-def saved_steps(root: str | Path) -> list[int]:
-    """Steps that have a complete checkpoint under ``root``."""
+def saved_steps(root: str | Path, resumable: bool = False) -> list[int]:
+    """Steps that have a checkpoint under ``root`` (with ``resumable``: with its optimizer state)."""
     root = Path(root)
     if not root.is_dir():
         return []
     steps = []
     for d in root.iterdir():
         m = _STEP_DIR.match(d.name)
-        if m and (d / STATE).is_file():
+        if m and d.is_dir() and (not resumable or (d / STATE).is_file()):
             steps.append(int(m.group(1)))
     return sorted(steps)
 
@@ -74,7 +76,7 @@ def prepare_run(root: str | Path, fp: str) -> int:
     """Start or resume: return the step to resume from (0 = fresh). Wipes checkpoints of another run."""
     root = Path(root)
     if same_run(root, fp):
-        steps = saved_steps(root)
+        steps = saved_steps(root, resumable=True)
         last = steps[-1] if steps else 0
         metrics = root / "metrics.jsonl"
         if metrics.is_file():  # lines of steps after the checkpoint are redone, so dropped
@@ -101,7 +103,8 @@ def read_metrics(root: str | Path) -> list[dict]:
 
 
 def save_checkpoint(root: str | Path, step: int, model, tokenizer, optimizer) -> Path:
-    """Write ``root/step_N`` atomically (HF policy + optimizer state)."""
+    """Write ``root/step_N`` atomically (HF policy + optimizer state), then delete the optimizer state
+    of the checkpoints before it: until this one is in place, the one before stays resumable."""
     root = Path(root)
     final = root / f"step_{step}"
     tmp = root / f".step_{step}.tmp"
@@ -110,6 +113,9 @@ def save_checkpoint(root: str | Path, step: int, model, tokenizer, optimizer) ->
     torch.save({"step": step, "optimizer": optimizer.state_dict()}, tmp / STATE)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
+    for earlier in saved_steps(root, resumable=True):
+        if earlier < step:
+            (root / f"step_{earlier}" / STATE).unlink(missing_ok=True)
     return final
 
 

@@ -282,15 +282,15 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
 
             # 4. validation and checkpoints
             saved = step % settings["save_freq"] == 0 or step == total
+            beaten = None  # a checkpoint kept only for being the best, dropped once this step's is saved
             if step % settings["test_freq"] == 0 or step == total:
                 record.update(validate(client, val_tasks, prompts, judge, settings))
                 earlier = val_rewards(ckpt.read_metrics(root))
                 if best_step({**earlier, step: record["val_reward"]}) == step:
                     saved = True
-                    # A checkpoint kept only for being the best is dropped once beaten.
                     previous = best_step(earlier)
                     if previous and previous % settings["save_freq"] and previous in ckpt.saved_steps(root):
-                        ckpt.remove_checkpoint(root, previous)
+                        beaten = previous
             record["seconds"] = time.monotonic() - t0
             collapsed = collapse(ckpt.read_metrics(root) + [record], settings["collapse_patience"])
             if collapsed and step < total:
@@ -301,6 +301,8 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
             ckpt.append_metrics(root, record)
             if saved:
                 ckpt.save_checkpoint(root, step, model, tokenizer, optimizer)
+            if beaten:
+                ckpt.remove_checkpoint(root, beaten)
             log.info(
                 "step %d/%d: reward %.3f  loss %+.4f  clip %.3f  len %.0f  %.0f tok/s  %.1f s%s%s",
                 step, total, record["train_reward"], record["loss"], record["clip_frac"], record["response_length"],
