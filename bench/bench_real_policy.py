@@ -5,8 +5,9 @@
 
 Data: ``--n-train`` (16) training and ``--n-val`` (24) held-out excerpts of the novel, cut by the
 project's slicer and labelled by the rule labeler; disjoint by construction. Settings: those of
-config/one_gpu.yaml over config/config.yaml (what a user of that overlay trains with); only the
-step count and the seed change.
+config/one_gpu.yaml over config/config.yaml (what a user of that overlay trains with), except the
+step count, the seed and the learning rate: GRPO here starts from the base policy, which trains at
+``--lr`` 5e-6 (the overlay's 1e-6 is for GRPO after its warm start).
 
 Prints, per seed of the local backend: the median seconds of its steady steps (the first step,
 which captures the decoder's graphs, apart and shown on its own) with its rollout and update
@@ -233,7 +234,8 @@ def main() -> None:
     parser.add_argument("--n-train", type=int, default=16)
     parser.add_argument("--n-val", type=int, default=24)
     parser.add_argument("--data-seed", type=int, default=11)
-    parser.add_argument("--steps", type=int, default=None, help="default: train.total_steps of the overlay")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--lr", type=float, default=5.0e-6, help="GRPO's learning rate from the base policy")
     parser.add_argument("--max-tokens", type=int, default=None, help="override rollout.max_tokens (dry runs only)")
     parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
     parser.add_argument("--trl-steps", type=int, default=4, help="0 = skip TRL (its first step is apart: give 3 or more)")
@@ -250,8 +252,9 @@ def main() -> None:
     train = config["train"]
     if args.max_tokens:
         train["rollout"]["max_tokens"] = args.max_tokens
+    train["lr"] = args.lr
     engines = args.engine or [train["rollout"]["engine"]]
-    steps = args.steps or train["total_steps"]
+    steps = args.steps
     rows = build_rows(args.novel, args.n_train, args.n_val, args.data_seed)
     judge = reward_judge(train)
     print(f"model {args.model}; {len(rows['train'])} train / {len(rows['val'])} held-out excerpts of {args.novel.name}; "

@@ -65,8 +65,14 @@ PROMPTS = {
     "without example": (REPO / "bench/prompts/create_without_example.md", REPO / "bench/prompts/rewrite_without_example.md"),
     "with example": (REPO / "config/prompts/create.md", REPO / "config/prompts/rewrite.md"),
 }
-# The GRPO arms: changes to the overlay's train section (--arms picks among them).
-ARMS = {"grpo": {}, "kl": {"kl_coef": 0.1}, "no_std": {"norm_adv_by_std": False}, "low_lr": {"lr": 1.0e-6}}
+# The GRPO arms: changes to the overlay's train section (--arms picks among them). The first three
+# train at lr 5e-6, the rate that trains the base policy; `low_lr` at 1e-6, the overlay's own rate.
+ARMS = {
+    "grpo": {"lr": 5.0e-6},
+    "kl": {"lr": 5.0e-6, "kl_coef": 0.1},
+    "no_std": {"lr": 5.0e-6, "norm_adv_by_std": False},
+    "low_lr": {"lr": 1.0e-6},
+}
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -290,7 +296,7 @@ def main() -> None:
     parser.add_argument("--data-seed", type=int, default=11)
     parser.add_argument("--base-options", choices=["all", "config"], default="all",
                         help="config: measure the base policy with config/prompts/ only (the one GRPO is compared with)")
-    parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: train.total_steps of the overlay)")
+    parser.add_argument("--steps", type=int, default=40, help="GRPO steps")
     parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
     parser.add_argument("--arms", nargs="*", default=["grpo", "kl"], choices=list(ARMS))
     # Each run reserves up to 50 GiB on an H200 (0.5B policy, fp32 weights and Adam, 768 tokens per
@@ -312,7 +318,7 @@ def main() -> None:
         return
 
     config = overlay()
-    steps = args.steps or config["train"]["total_steps"]
+    steps = args.steps
     max_tokens = args.max_tokens or config["train"]["rollout"]["max_tokens"]
     args.out.mkdir(parents=True, exist_ok=True)
     data = build_data(args.novel, args.n_train, args.n_test, args.data_seed, args.n_sft)
