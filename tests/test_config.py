@@ -9,8 +9,9 @@ import copy
 import pytest
 import yaml
 
-from audiobook_rl.config import validate_config
+from audiobook_rl.config import load_config, validate_config
 from audiobook_rl.errors import UserError
+from audiobook_rl.startup import check_config
 from helpers import REPO
 
 SCHEMA_PATH = REPO / "config/config.schema.yaml"
@@ -110,3 +111,20 @@ def test_any_model_id_is_a_valid_key_of_the_prices():
     config = copy.deepcopy(DEFAULT)
     config["llm"]["prices_per_mtok"]["my-model"] = {"input": 1.0, "output": 2.0}
     assert validate_config(config, SCHEMA_PATH)["llm"]["prices_per_mtok"]["my-model"]["output"] == 2.0
+
+
+OVERLAYS = sorted(p for p in (REPO / "config").glob("*.yaml") if p.name not in ("config.yaml", "config.schema.yaml"))
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=[p.name for p in OVERLAYS])
+def test_each_shipped_overlay_is_a_config_the_workflow_starts_with(overlay):
+    """The README's `--configfile config/<overlay>.yaml` commands: the overlay validates over the
+    default config, and the start-up check finds nothing but the API keys its paid backends read
+    from the environment (set here to stand-ins; none is needed by config/one_gpu.yaml)."""
+    config = load_config(REPO / "config/config.yaml", SCHEMA_PATH, [overlay])
+    keys = {var: "stand-in" for var in config["llm"]["key_env"].values() if var}
+    assert keys, "llm.key_env names no variable"
+    with pytest.MonkeyPatch.context() as env:
+        for var, value in keys.items():
+            env.setenv(var, value)
+        assert check_config(config) == []
