@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,9 +32,11 @@ TRAIN_ROWS, VAL_ROWS = rows(16), rows(4, "v")
 
 
 @pytest.fixture
-def backend(monkeypatch):
+def backend(monkeypatch, tmp_path_factory):
     """run_verl with Agent Lightning replaced by its loop on CPU; returns a function making the fake."""
     clean_env(monkeypatch, [*environment.training_env("x"), environment.RAY_JOB_CONFIG])
+    # verl leaves a lock file in the temporary folder for each checkpoint folder it makes
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("tmpdir")))
     monkeypatch.setattr(verl_backend, "check_training", lambda *a, **k: [])
     monkeypatch.setattr(verl_backend.gpus, "claim", lambda *a, **k: [])
     started = []
