@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import random
 import statistics
 import tempfile
 import time
@@ -38,6 +37,7 @@ import torch
 from audiobook_rl import backends
 from audiobook_rl.agent.episode import AgentPrompts, run_episodes
 from audiobook_rl.agent.hf_chat import HFChat
+from audiobook_rl.compare.paired import paired
 from audiobook_rl.config import load_config
 from audiobook_rl.corpus import read_text, slice_text
 from audiobook_rl.dataset import Task, split_rows
@@ -89,12 +89,11 @@ def heldout_scores(model_dir: Path, rows: list[dict], settings: dict, judge, dev
     return [e.reward if e.reward is not None else 0.0 for e in episodes]
 
 
-def paired_interval(before: list[float], after: list[float], samples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of the per-slice difference and its 95 % paired bootstrap interval."""
-    diffs = [a - b for a, b in zip(after, before)]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(samples))
-    return statistics.fmean(diffs), means[int(0.025 * samples)], means[int(0.975 * samples) - 1]
+def paired_interval(before: list[float], after: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """Mean of the per-slice difference and its 95 % paired bootstrap interval (the report's:
+    :func:`audiobook_rl.compare.paired.paired`)."""
+    change = paired(dict(enumerate(after)), dict(enumerate(before)), seed=seed)
+    return change.mean_diff, *change.diff_ci
 
 
 def reward_judge(train: dict):

@@ -33,7 +33,6 @@ import argparse
 import copy
 import json
 import os
-import random
 import re
 import statistics
 import subprocess
@@ -46,6 +45,7 @@ import torch
 from audiobook_rl import backends
 from audiobook_rl.agent.episode import AgentPrompts, run_episodes
 from audiobook_rl.agent.hf_chat import HFChat, stop_ids
+from audiobook_rl.compare.paired import paired as paired_change
 from audiobook_rl.config import load_config
 from audiobook_rl.corpus import read_text, slice_text
 from audiobook_rl.dataset import Task, split_rows
@@ -209,12 +209,11 @@ class ConstrainedChat:
         return out
 
 
-def paired(after: list[float], before: list[float], samples: int = 2000, seed: int = 0) -> list[float]:
-    """[mean, low, high] of the per-excerpt difference, with its 95 % paired bootstrap interval."""
-    diffs = [a - b for a, b in zip(after, before) if a is not None and b is not None]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(samples))
-    return [statistics.fmean(diffs), means[int(0.025 * samples)], means[int(0.975 * samples) - 1]]
+def paired(after: list[float], before: list[float]) -> list[float]:
+    """[mean, low, high] of the per-excerpt difference, with its 95 % paired bootstrap interval
+    (the report's: :func:`audiobook_rl.compare.paired.paired`)."""
+    change = paired_change(dict(enumerate(after)), dict(enumerate(before)))
+    return [change.mean_diff, *change.diff_ci]
 
 
 def versus(m: dict, before: dict) -> dict:
