@@ -105,7 +105,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v30" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v31" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 
@@ -152,6 +152,11 @@ def test_manner_words_before_the_verb_are_not_names():
     assert speakers(text) == ["张顺", "婆子"]
     story = "　　陆青崖斟了一碗酒，端着走到老和尚面前，恭恭敬敬地道：“大师，天寒地冻。”老和尚合十道：“阿弥陀佛。”"
     assert [s for s, _ in quotes(story, Lexicon(names={"陆青崖"}))] == ["陆青崖", "老和尚"]
+    # A word before 地 and a verb is an adverb, whatever its first character (郑 is a surname)...
+    story = "　　裴寒山道：“你记着。”陆青崖听了，沉吟半晌，郑重地道：“前辈的话，晚辈记住了。”"
+    assert [s for s, _ in quotes(story, Lexicon(names={"陆青崖", "裴寒山"}))] == ["裴寒山", "陆青崖"]
+    # ...but a name before 地上 (the ground) is still the one who speaks.
+    assert speakers("　　郑屠地上滚了一滚，叫道：“饶了我！”") == ["郑屠"]
 
 
 def test_the_subject_of_a_passive_or_of_a_verb_of_appearing_speaks():
@@ -238,6 +243,9 @@ def test_lexicon_keeps_names_not_the_words_around_them():
     # Tagged once: a four-character name with a two-character surname, a name before 大怒.
     names = build_lexicon("　　那耶律得重奏道：“臣请死！”黄达大怒骂道：“贼！”凌振谢道：“是。”凌振谢道：“是。”").names
     assert {"耶律得重", "黄达", "凌振"} <= names and not names & {"黄达大", "凌振谢"}
+    # A manner word before 地 is no name, however often it comes before a speech verb.
+    names = build_lexicon("　　郑重地道：“是。”郑重地道：“好。”温和地说：“来。”温和地说：“去。”").names
+    assert not names & {"郑重", "温和"}
 
 
 def test_a_tag_without_a_subject_right_after_a_quote_goes_on_or_answers():

@@ -95,8 +95,16 @@ def test_a_speaker_who_names_himself_is_named_and_stays_named():
     assert self_named("小人姓刘名唐，祖贯东潞州人氏。", Lexicon()) == "刘唐"
     assert self_named("贫道复姓公孙，单讳一个胜字，道号一清先生。", Lexicon()) == "公孙胜"
     assert self_named("小可便是赤发鬼刘唐。", Lexicon(names={"刘唐"})) == "刘唐"
-    # Naming one's master names nobody.
+    # A name right after the word for himself, as a clause of its own, also after a greeting.
+    names = Lexicon(names={"钱百通", "宋江", "陆虞候"})
+    assert self_named("在下钱百通，做些皮货药材的小买卖。", names) == "钱百通"
+    assert self_named("这位小兄弟请了。在下钱百通，做些小买卖。", names) == "钱百通"
+    assert self_named("少间便知。我是高太尉府心腹人陆虞候便是。", names) == "陆虞候"
+    # Naming one's master names nobody, nor does a name the speaker goes on about, nor one in an
+    # earlier sentence that is not about himself.
     assert self_named("小人是王都尉亲随。", Lexicon(names={"王都尉"})) is None
+    assert self_named("我宋江哥哥的书到了么？", names) is None
+    assert self_named("宋江哥哥请了。我钱百通，做些小买卖。", names) is None
     novel = "　　那先生答道：“贫道复姓公孙，单讳一个胜字。”晁盖大笑。\n" + FILLER
     excerpt = "　　那先生大惊道：“保正何以知之？”\n"
     assert speakers_in(novel + excerpt, excerpt) == ["公孙胜"]

@@ -122,6 +122,8 @@ _I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在
 _SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|复?姓)")
 _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJK}]{{2,4}}?)(?:的便是|便是|是也)")
 _OPENS_WITH_I = re.compile(f"^{_I}")
+# … or right after the word for himself, as the whole clause (在下钱百通，做些小买卖).
+_SELF_APPOSED = re.compile(f"^{_I}([{_CJK}]{{2,4}})(?=[，,。！？!?；;]|$)")
 # A speaker's name anywhere in his line, said as his name (小人自己的贱名叫做李鬼).
 _MY_NAME = re.compile(f"{_I}(?:自己)?的?(?:贱名|贱姓名|小名|名字|姓名)(?:叫做|唤做|叫|是)([{_CJK}]{{2,4}})")
 # … or as what people call him (山东、河北都叫我做没面目焦挺), or at the end of a long 便是 (小弟便是…蒙恩救了性命的
@@ -185,10 +187,13 @@ def self_named(content: str, names: Names) -> str | None:
     """The name a line gives its speaker (``小人姓刘名唐，…`` → 刘唐, ``小可便是赤发鬼刘唐`` → 刘唐,
     ``俺是杀人的太岁鲁智深、武松的便是`` → 鲁智深、武松, ``唐斌在此`` → 唐斌), or None. The name must
     end the phrase: ``小人是王都尉亲随`` names the speaker's master, not the speaker. A second sentence
-    that speaks of himself again after a first that did may give it (``小人是王头领手下耳目。小人姓朱名贵``)."""
+    that speaks of himself again after a first that did (``小人是王头领手下耳目。小人姓朱名贵``), or after a
+    first about nobody (``这位小兄弟请了。在下钱百通，…``), may give it."""
     first, second = (re.split(r"[。！？!?]", content, maxsplit=2) + ["", ""])[:2]
     name = _named_in(first, names)
-    if name is None and _OPENS_WITH_I.match(first) and _OPENS_WITH_I.match(second):
+    # A first sentence about nobody (这位小兄弟请了, 既是如此，相烦二位): the second may name him too.
+    about_nobody = not (any(True for _ in names.names_in(first)) or is_surname(first) or re.search(_I, first))
+    if name is None and (_OPENS_WITH_I.match(first) or about_nobody) and _OPENS_WITH_I.match(second):
         name = _named_in(second, names)
     return name
 
@@ -214,9 +219,9 @@ def _named_in(first: str, names: Names) -> str | None:
             return given.group(1) + given.group(2)  # 小人祖贯河南洛阳人氏，姓薛名永
     for clause_start in [0] + [m.end() for m in re.finditer(r"[，,：:]", first)][:2]:
         clause = first[clause_start:]
-        match = _SELF_NAME.match(clause)
+        match = _SELF_NAME.match(clause) or _SELF_APPOSED.match(clause)
         if match and names.name_at(match.group(1), 0) == match.group(1) and is_surname(match.group(1)):
-            return match.group(1)  # 小将呼延灼的便是
+            return match.group(1)  # 小将呼延灼的便是, 在下钱百通，
         match = _SELF.match(clause)
         if not match:
             continue
