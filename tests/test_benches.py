@@ -56,4 +56,3 @@ def test_bench_real_policy_reports_each_seeds_held_out_gain(policy, tmp_path):
     figures = json.loads((tmp_path / "figures.json").read_text(encoding="utf-8"))
     (seed,) = figures["ours"]["decoder"]
     assert seed["seed"] == 1 and is_interval([seed["gain"], *seed["gain_ci"]])
-

@@ -216,7 +216,7 @@ def candidate(clause: str) -> str | None:
     if head:
         return head if len(head) >= 2 and "的" not in head else None  # 那妇人 → 妇人, not 那人便 → 人便
     word = _span(rest, 5)
-    if rest[len(word) : len(word) + 1] == "的" or adverbial(rest, len(word)):
+    if rest[len(word) : len(word) + 1] == "的" or _adverbial(rest, len(word)):
         return None  # 那挑酒的汉子: a descriptor, read when labeling; 郑重地道: an adverb
     return word if _plausible(word) else None
 
@@ -524,7 +524,7 @@ def _unknown_span(clause: str) -> str:
             break  # 卞祥呵呵大笑道: a doubled sound after the name
         i += 1
     word = clause[:i]
-    return "" if any(a == b for a, b in zip(word, word[1:])) or adverbial(clause, i) else word
+    return "" if any(a == b for a, b in zip(word, word[1:])) or _adverbial(clause, i) else word
 
 
 # 地 after a word makes it an adverb when a verb follows (郑重地道, 轻声地说), not when it is the
@@ -532,7 +532,7 @@ def _unknown_span(clause: str) -> str:
 _GROUND = set("方面上下里界头区步位点狱府域势形理图名主土皮基窖板铺洞穴")
 
 
-def adverbial(text: str, end: int) -> bool:
+def _adverbial(text: str, end: int) -> bool:
     """The word of ``text`` that ends at ``end`` is an adverb: 地 and a verb follow it."""
     return text[end : end + 1] == "地" and _CJK.match(text[end + 1 : end + 2] or " ") is not None and text[end + 1] not in _GROUND
 
