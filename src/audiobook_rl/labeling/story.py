@@ -122,6 +122,7 @@ _I = "(?:小人|小可|小将|小生|小道|小僧|贫道|洒家|俺|我|某|在
 _SELF = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}(?:乃|便|正|就|自|本)?(?:是|复?姓)")
 _SELF_NAME = re.compile(f"^(?:[^。！？!?“”]{{0,10}}[：:，,])?{_I}([{_CJK}]{{2,4}}?)(?:的便是|便是|是也)")
 _OPENS_WITH_I = re.compile(f"^{_I}")
+_I_ANYWHERE = re.compile(_I)
 # … or right after the word for himself, as the whole clause (在下钱百通，做些小买卖).
 _SELF_APPOSED = re.compile(f"^{_I}([{_CJK}]{{2,4}})(?=[，,。！？!?；;]|$)")
 # A speaker's name anywhere in his line, said as his name (小人自己的贱名叫做李鬼).
@@ -191,11 +192,14 @@ def self_named(content: str, names: Names) -> str | None:
     first about nobody (``这位小兄弟请了。在下钱百通，…``), may give it."""
     first, second = (re.split(r"[。！？!?]", content, maxsplit=2) + ["", ""])[:2]
     name = _named_in(first, names)
-    # A first sentence about nobody (这位小兄弟请了, 既是如此，相烦二位): the second may name him too.
-    about_nobody = not (any(True for _ in names.names_in(first)) or is_surname(first) or re.search(_I, first))
-    if name is None and (_OPENS_WITH_I.match(first) or about_nobody) and _OPENS_WITH_I.match(second):
+    if name is None and _OPENS_WITH_I.match(second) and (_OPENS_WITH_I.match(first) or _about_nobody(first, names)):
         name = _named_in(second, names)
     return name
+
+
+def _about_nobody(sentence: str, names: Names) -> bool:
+    """No name, no surname first and no word for the speaker himself (这位小兄弟请了, 既是如此，相烦二位)."""
+    return not (any(names.names_in(sentence)) or is_surname(sentence) or _I_ANYWHERE.search(sentence))
 
 
 def _named_in(first: str, names: Names) -> str | None:

@@ -534,7 +534,8 @@ _GROUND = set("方面上下里界头区步位点狱府域势形理图名主土�
 
 def _adverbial(text: str, end: int) -> bool:
     """The word of ``text`` that ends at ``end`` is an adverb: 地 and a verb follow it."""
-    return text[end : end + 1] == "地" and _CJK.match(text[end + 1 : end + 2] or " ") is not None and text[end + 1] not in _GROUND
+    after = text[end + 1 : end + 2]
+    return text[end : end + 1] == "地" and bool(after) and _CJK.match(after) is not None and after not in _GROUND
 
 
 def names_at_start(text: str, names: Names) -> str | None:
