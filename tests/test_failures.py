@@ -40,8 +40,14 @@ def test_every_problem_of_a_multi_line_error(tmp_path):
 
 
 def test_an_unexpected_exception_gives_its_last_line(tmp_path):
+    text = stage_log(tmp_path, RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert sentences(text) == ["rule x failed unexpectedly: RuntimeError: CUDA error: an illegal memory access was encountered"]
+
+
+def test_memory_run_out_gives_the_sentence_not_the_traceback(tmp_path):
     text = stage_log(tmp_path, RuntimeError("CUDA out of memory"))
-    assert sentences(text) == ["rule x failed unexpectedly: RuntimeError: CUDA out of memory"]
+    assert sentences(text) == ["rule x ran out of GPU memory: lower the rule's batch sizes in your config, or end "
+                               "other processes on the GPU, and run the same command again; the finished stages are kept."]
 
 
 def test_a_killed_stage_shows_where_its_log_ends():

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import atexit
+import errno
 import logging
 import os
+import re
+import shutil
 import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 from .errors import UserError
@@ -30,7 +34,9 @@ def setup_logging(log_file: str | None = None, level: int = logging.INFO) -> Non
 
 
 def run(main: Callable, smk) -> None:
-    """Run ``main(smk)`` for a Snakemake ``script:``; a :class:`UserError` exits 1 with its sentence."""
+    """Run ``main(smk)`` for a Snakemake ``script:``. A :class:`UserError`, a full disk and memory
+    run out exit 1 with one sentence as the log's last line (the traceback of the latter two stays in
+    the log above it); any other error fails the stage with its traceback."""
     setup_logging(smk.log[0] if smk.log else None)
     started = time.monotonic()
     try:
@@ -38,11 +44,80 @@ def run(main: Callable, smk) -> None:
     except UserError as err:
         log.error("%s", err)
         sys.exit(1)
-    except Exception:
-        log.exception("rule %s failed unexpectedly", smk.rule)
-        raise
+    except Exception as err:
+        sentence = ran_out(err, smk)
+        if sentence is None:
+            log.exception("rule %s failed unexpectedly", smk.rule)
+            raise
+        log.warning("rule %s stopped; what stopped it:", smk.rule, exc_info=True)
+        log.error("%s", sentence)
+        sys.exit(1)
     log.info("rule %s done in %.1f s", smk.rule, time.monotonic() - started)
     leave_after_success()
+
+
+# The config keys that set how much a rule holds in memory at once.
+_MEMORY_KEYS = {
+    "train_grpo": "train.micro_batch_size (the update) or train.generate_batch_size (the rollouts)",
+    "sft_policy": "sft.batch_size",
+    "generate": "generate.batch_size",
+}
+_DISK_FULL = "No space left on device"
+_CPU_OOM = "DefaultCPUAllocator: can't allocate memory"
+_LOW_DISK = 256 * 2**20  # bytes free below which any failure is put down to a full disk
+# torch's message: "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of
+# 79.19 GiB of which 1.06 GiB is free. …"
+_OOM_DETAIL = re.compile(r"(Tried to allocate [\d.]+ \w+)\.\s*GPU \d+ has a total capacity of ([\d.]+ \w+) of which ([\d.]+ \w+) is free")
+
+
+def ran_out(err: BaseException, smk) -> str | None:
+    """One sentence for a stage stopped by a full disk or a full GPU (what to free or lower, and
+    that rerunning the same command keeps what was finished), or None for any other failure."""
+    chain, seen = [], err
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(f"{type(e).__name__}: {e}" for e in chain)
+    where = _disk_of(smk)
+    try:
+        free = shutil.disk_usage(where).free if where else None
+    except OSError:
+        free = None
+    # torch.save's own message on a full disk names no cause ("unexpected pos 576 vs 534"): there,
+    # the space left on the outputs' disk tells.
+    disk_full = (any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain)
+                 or _DISK_FULL in text or (free is not None and free < _LOW_DISK))
+    if disk_full:
+        resumes = ", and training resumes from its last checkpoint" if smk.rule == "train_grpo" else ""
+        return (f"rule {smk.rule} stopped because the disk is full ({where}: {_size(free)} free): free some "
+                f"space (a run's largest files are results/models/ and results/train/checkpoints/) and run "
+                f"the same command again; the finished stages are kept{resumes}.")
+    keys = _MEMORY_KEYS.get(smk.rule, "the rule's batch sizes")
+    if any(type(e).__name__ == "OutOfMemoryError" for e in chain) or "CUDA out of memory" in text:
+        detail = _OOM_DETAIL.search(text)
+        said = f" ({detail[1]} on a GPU of {detail[2]} with {detail[3]} free)" if detail else ""
+        return (f"rule {smk.rule} ran out of GPU memory{said}: lower {keys} in your config, or end "
+                f"other processes on the GPU, and run the same command again; the finished stages are kept.")
+    if any(isinstance(e, MemoryError) for e in chain) or _CPU_OOM in text:
+        return (f"rule {smk.rule} ran out of memory: lower {keys} in your config, or give the job more "
+                f"(resources.{smk.rule}.mem_mb) on a machine that has it, and run the same command again; "
+                f"the finished stages are kept.")
+    return None
+
+
+def _disk_of(smk) -> str | None:
+    """The nearest existing folder of the rule's first output (else the working directory)."""
+    outputs = [str(o) for o in getattr(smk, "output", [])]
+    path = Path(outputs[0]).resolve() if outputs else Path.cwd()
+    while not path.is_dir() and path != path.parent:
+        path = path.parent
+    return str(path) if path.is_dir() else None
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
 
 def leave_after_success() -> None:
