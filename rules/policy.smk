@@ -22,10 +22,14 @@ rule build_policy:
         "../scripts/build_policy.py"
 
 
-# The supervised warm start on the training references; training starts here when sft.epochs > 0.
+# The supervised warm start on the training references (and, with sft.window_draws, more windows of the
+# corpus); training starts here when sft.epochs > 0.
 rule sft_policy:
     input:
         train=f"{RESULTS}/data/train.parquet",
+        corpus=CORPUS,
+        val=f"{RESULTS}/data/val.parquet",
+        test=f"{RESULTS}/data/test.parquet",
         policy=f"{RESULTS}/models/step_0",
         create_prompt=agent_prompt("create"),
         rewrite_prompt=agent_prompt("rewrite"),
@@ -43,5 +47,6 @@ rule sft_policy:
         runtime=config["resources"]["sft_policy"]["runtime"],
     params:
         sft=config["sft"],
+        slice=config["slice"],
     script:
         "../scripts/sft_policy.py"

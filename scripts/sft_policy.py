@@ -1,4 +1,5 @@
-"""sft_policy: the base policy + the training references -> results/models/step_sft/ (a supervised warm start)."""
+"""sft_policy: the base policy + the training references (+ rule-labelled windows of the corpus outside
+the validation and test slices, if sft.window_draws > 0) -> results/models/step_sft/ (a supervised warm start)."""
 
 import logging
 
@@ -6,9 +7,10 @@ import torch
 
 from audiobook_rl import gpus
 from audiobook_rl.agent.episode import AgentPrompts
+from audiobook_rl.corpus import read_text
 from audiobook_rl.dataset import read_tasks
 from audiobook_rl.files import write_json
-from audiobook_rl.policy.warmstart import warm_start_policy
+from audiobook_rl.policy.warmstart import labelled_windows, warm_start_policy, warmstart_windows
 from audiobook_rl.stage import run
 
 log = logging.getLogger("audiobook_rl.sft_policy")
@@ -26,8 +28,21 @@ def main(smk):
     def progress(step, loss, seconds):
         log.info("step %d: loss %.3f (%.1f s)", step, loss, seconds)
 
-    summary = warm_start_policy(smk.input.policy, read_tasks(smk.input.train), prompts, smk.params.sft,
-                                smk.output[0], device, progress)
+    settings = smk.params.sft
+    windows = []
+    if settings["window_draws"] > 0:
+        corpus_text, _ = read_text(smk.input.corpus)
+        # Never the held-out text (validation and test): the tasks carry their offsets.
+        held_out = [(task.start, task.end) for part in (smk.input.val, smk.input.test) for task in read_tasks(part)]
+        lengths = {name: smk.params.slice[name] for name in ("min_chars", "max_chars")}  # cut as the slices are
+        spans = warmstart_windows(corpus_text, held_out, {**settings, **lengths}, key="sft.windows_per_draw")
+        windows = labelled_windows(spans, corpus_text)
+        log.info("%d windows of the corpus outside %d held-out slices, labelled by the rule labeler",
+                 len(windows), len(held_out))
+        if not windows:
+            log.warning("every window of the corpus overlaps a held-out slice: the warm start has the training references only")
+    summary = warm_start_policy(smk.input.policy, read_tasks(smk.input.train), prompts, settings,
+                                smk.output[0], device, progress, windows)
     write_json(f"{smk.output[0]}/sft.json", summary)
     log.info("wrote %s: %s", smk.output[0], summary)
 

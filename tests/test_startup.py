@@ -58,6 +58,17 @@ def test_the_warm_start_of_a_built_policy_needs_its_own_excerpts(tmp_path):
     assert check_jobs(CONFIG, {"report"}, corpus, count=lambda: 0) == []
 
 
+def test_the_sft_windows_of_the_corpus_are_checked_only_when_asked_for(tmp_path):
+    corpus = tmp_path / "novel.txt"
+    corpus.write_text(STORY.read_text(encoding="utf-8")[:4000], encoding="utf-8")
+    assert check_jobs(CONFIG, {"sft_policy"}, corpus, count=lambda: 0) == []  # window_draws 0: none cut
+    windows = {**CONFIG, "sft": {**CONFIG["sft"], "epochs": 3, "window_draws": 2}}
+    [problem] = check_jobs(windows, {"sft_policy"}, corpus, count=lambda: 0)
+    assert problem.startswith(f"{corpus}: can make only ")
+    assert problem.endswith("but 40 were requested; use a longer text or lower sft.windows_per_draw.")
+    assert check_jobs(windows, {"sft_policy"}, STORY, count=lambda: 0) == []
+
+
 def test_verl_on_a_machine_without_gpus_names_the_cpu_backend_not_a_zero(monkeypatch):
     monkeypatch.setattr(preflight, "installed", lambda name: None)  # the GPU stack missing, whatever is installed
     verl = {**CONFIG, "train": {**CONFIG["train"], "backend": "verl"}}

@@ -199,12 +199,16 @@ def test_a_real_rerun_runs_only_those_stages(run, tmp_path, changes, expected, u
 def test_the_sft_warm_start_runs_between_the_split_and_training_and_is_evaluated_like_a_checkpoint(run, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
-    proc = snakemake(copy, "--cores", "2", "--configfile", str(write(copy, merged(sft={"epochs": 1, "batch_size": 4}))),
-                     env=DUMMY_KEYS)
+    sft = {"epochs": 1, "batch_size": 4, "window_draws": 1, "windows_per_draw": 10}
+    proc = snakemake(copy, "--cores", "2", "--configfile", str(write(copy, merged(sft=sft))), env=DUMMY_KEYS)
     assert ran_rules(proc) == {"sft_policy"} | FROM_TRAINING
     results = copy / "results"
     summary = json.loads((results / "models/step_sft/sft.json").read_text())
-    assert summary["examples"] == 32 and summary["steps"] == 8  # 16 references x 2 roles, one epoch of 4
+    # 16 references and the windows of the corpus kept, x 2 roles, one epoch of 4
+    windows = summary["corpus_windows"]
+    assert 0 < windows <= 10 and summary["examples"] == 2 * (16 + windows) and summary["steps"] == -(-summary["examples"] // 4)
+    log = (copy / "logs/sft_policy.log").read_text(encoding="utf-8")
+    assert f"{windows} windows of the corpus outside 20 held-out slices" in log  # 4 validation + 16 test
     for split in ("", "test/"):
         outputs = read_jsonl(results / f"eval/{split}step_sft/outputs.jsonl")
         assert outputs and all(o["step"] == "sft" for o in outputs)

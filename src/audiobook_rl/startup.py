@@ -93,7 +93,7 @@ def uses_conda(deployment_settings) -> bool:
 def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Callable[[], int] | None = None,
                conda: bool = False) -> list[str]:
     """What the jobs of ``rules`` (those about to run on this machine) need and lack: excerpts for
-    the warm start of the built policy, and the GPUs and GPU stack of the backends they run, as the
+    the warm starts (the built policy's, and sft_policy's windows of the corpus), and the GPUs and GPU stack of the backends they run, as the
     stages check them when they start.
 
     With ``conda`` (``--sdm conda``) the jobs run in environments Snakemake builds (envs/*.yaml), not
@@ -104,6 +104,9 @@ def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Ca
     problems = []
     if "build_policy" in rules and not config["policy"]["pretrained"]:
         problems += check_corpus(corpus, config, ["policy.warm_start.windows_per_draw"])
+    if "sft_policy" in rules and config["sft"]["window_draws"] > 0:  # its windows are cut as the slices are
+        lengths = {name: config["slice"][name] for name in ("min_chars", "max_chars")}
+        problems += check_corpus(corpus, {"sft": {**config["sft"], **lengths}}, ["sft.windows_per_draw"])
     if "sft_policy" in rules and config["resources"]["sft_policy"]["gpu"] > 0:
         key = "resources.sft_policy.gpu"
         problems += check_gpus(config["resources"]["sft_policy"]["gpu"], f"config key '{key}'", count, CPU_FIX)

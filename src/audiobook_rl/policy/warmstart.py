@@ -7,8 +7,8 @@ Two users, one loop (:func:`warm_start`):
   (and some copying). The excerpts are cut from the corpus with other seeds than the pipeline's
   slices, and any window that overlaps a validation or test slice is dropped
   (:func:`warmstart_windows`), so evaluation measures text the policy never saw;
-- any policy, pretrained ones included (the ``warm_start`` stage): a few epochs on the training
-  references (:func:`warm_start_policy`). A pretrained chat model writes JSON but not the script's
+- any policy, pretrained ones included (the ``sft_policy`` stage): a few epochs on the training
+  references, and on more rule-labelled windows of the corpus if asked (:func:`warm_start_policy`). A pretrained chat model writes JSON but not the script's
   conventions: Qwen2.5-0.5B never gives narration to 旁白, so GRPO has no such script to reinforce.
 
 Each excerpt gives two examples, one per role of the agent: create(excerpt) → reference, and
@@ -37,14 +37,16 @@ from .tokenizer import prompt_ids, response_ids
 log = logging.getLogger(__name__)
 
 
-def warmstart_windows(corpus_text: str, exclude: list[tuple[int, int]], settings: dict) -> list[tuple[int, int, str]]:
-    """Distinct excerpt windows (start, end, text) that overlap no span of ``exclude``."""
+def warmstart_windows(corpus_text: str, exclude: list[tuple[int, int]], settings: dict,
+                      key: str = "policy.warm_start.windows_per_draw") -> list[tuple[int, int, str]]:
+    """Distinct excerpt windows (start, end, text) that overlap no span of ``exclude``; ``key`` is the
+    config key a corpus too short for them is reported under."""
     windows: dict[tuple[int, int], str] = {}
     for k in range(settings["window_draws"]):
         for s in slice_text(
             corpus_text, n=settings["windows_per_draw"], min_chars=settings["min_chars"],
             max_chars=settings["max_chars"], seed=settings["seed"] * 1000 + k, source="corpus",
-            key="policy.warm_start.windows_per_draw",
+            key=key,
         ):
             if not any(s.start < b and a < s.end for a, b in exclude):
                 windows[(s.start, s.end)] = s.text
@@ -74,10 +76,15 @@ def corrupt(script: list[Segment], rng: random.Random) -> str:
     return compact(segs)
 
 
+def labelled_windows(windows, corpus_text: str) -> list[tuple[str, list[Segment]]]:
+    """(text, script) of each window, labelled by the rule labeler in the corpus, as the references are."""
+    labeler = RuleLabeler(build_lexicon(corpus_text))
+    return [(text, labeler.label_text(text, start=a)) for a, _, text in windows]
+
+
 def warmstart_examples(windows, corpus_text: str, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
     """The examples of the embedded policy's warm start: the windows, labelled by the rule labeler."""
-    labeler = RuleLabeler(build_lexicon(corpus_text))
-    return script_examples([(text, labeler.label_text(text, start=a)) for a, _, text in windows], prompts, tokenizer, seed)
+    return script_examples(labelled_windows(windows, corpus_text), prompts, tokenizer, seed)
 
 
 def script_examples(pairs, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
@@ -125,20 +132,24 @@ def warm_start(model, tokenizer, examples, settings: dict, device="cpu", progres
 
 
 def warm_start_policy(policy_dir: str | Path, tasks, prompts, settings: dict, out_dir: str | Path, device: str = "cpu",
-                      progress=None) -> dict:
-    """The ``warm_start`` stage: ``settings['epochs']`` passes over the training ``tasks`` (excerpt and
-    reference script) from the policy in ``policy_dir``, saved to ``out_dir`` in the policy's own
-    precision; returns a summary. Seeded: the same inputs give the same weights on the CPU."""
+                      progress=None, windows: list[tuple[str, list[Segment]]] = ()) -> dict:
+    """The ``sft_policy`` stage: ``settings['epochs']`` passes over the training ``tasks`` (excerpt and
+    reference script) and the extra ``windows`` ((excerpt, rule-labelled script) pairs) from the
+    policy in ``policy_dir``, saved to ``out_dir`` in the policy's own precision; returns a summary.
+    Seeded: the same inputs give the same weights on the CPU."""
     model, tokenizer = load_policy(policy_dir, device)
     saved_dtype = _saved_dtype(model)
-    examples = script_examples([(t.text, t.reference) for t in tasks], prompts, tokenizer, settings["seed"])
+    pairs = [(t.text, t.reference) for t in tasks] + list(windows)
+    examples = script_examples(pairs, prompts, tokenizer, settings["seed"])
     steps = math.ceil(settings["epochs"] * len(examples) / settings["batch_size"])
-    log.info("warm start: %d examples (%d excerpts, both roles), %d epochs = %d steps of %d, lr %g, on %s",
-             len(examples), len(tasks), settings["epochs"], steps, settings["batch_size"], settings["lr"], device)
+    log.info("warm start: %d examples (%d training excerpts and %d more from the corpus, both roles), %d epochs = %d "
+             "steps of %d, lr %g, on %s", len(examples), len(tasks), len(windows), settings["epochs"], steps,
+             settings["batch_size"], settings["lr"], device)
     losses = warm_start(model, tokenizer, examples, {**settings, "steps": steps}, device, progress)
     save_policy(model.to("cpu", dtype=saved_dtype), tokenizer, out_dir)
     return {
         "examples": len(examples),
+        "corpus_windows": len(windows),
         "steps": steps,
         "loss_first": losses[0] if losses else None,
         "loss_last": losses[-1] if losses else None,
