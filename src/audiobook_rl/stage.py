@@ -78,21 +78,18 @@ def ran_out(err: BaseException, smk) -> str | None:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     text = " ".join(f"{type(e).__name__}: {e}" for e in chain)
+    keys = _MEMORY_KEYS.get(smk.rule, "the rule's batch sizes")
     where = _disk_of(smk)
     try:
         free = shutil.disk_usage(where).free if where else None
     except OSError:
         free = None
-    # torch.save's own message on a full disk names no cause ("unexpected pos 576 vs 534"): there,
-    # the space left on the outputs' disk tells.
-    disk_full = (any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain)
-                 or _DISK_FULL in text or (free is not None and free < _LOW_DISK))
-    if disk_full:
-        resumes = ", and training resumes from its last checkpoint" if smk.rule == "train_grpo" else ""
-        return (f"rule {smk.rule} stopped because the disk is full ({where}: {_size(free)} free): free some "
-                f"space (a run's largest files are results/models/ and results/train/checkpoints/) and run "
-                f"the same command again; the finished stages are kept{resumes}.")
-    keys = _MEMORY_KEYS.get(smk.rule, "the rule's batch sizes")
+    disk = (f"rule {smk.rule} stopped because the disk is full ({where}: {_size(free)} free): free some space "
+            f"(a run's largest files are results/models/ and results/train/checkpoints/) and run the same "
+            f"command again; the finished stages are kept"
+            + (", and training resumes from its last checkpoint." if smk.rule == "train_grpo" else "."))
+    if any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain) or _DISK_FULL in text:
+        return disk
     if any(type(e).__name__ == "OutOfMemoryError" for e in chain) or "CUDA out of memory" in text:
         detail = _OOM_DETAIL.search(text)
         said = f" ({detail[1]} on a GPU of {detail[2]} with {detail[3]} free)" if detail else ""
@@ -102,7 +99,9 @@ def ran_out(err: BaseException, smk) -> str | None:
         return (f"rule {smk.rule} ran out of memory: lower {keys} in your config, or give the job more "
                 f"(resources.{smk.rule}.mem_mb) on a machine that has it, and run the same command again; "
                 f"the finished stages are kept.")
-    return None
+    # torch.save's own message on a full disk names no cause ("unexpected pos 576 vs 534"): there,
+    # the space left on the outputs' disk tells.
+    return disk if free is not None and free < _LOW_DISK else None
 
 
 def _disk_of(smk) -> str | None:
