@@ -405,3 +405,19 @@ def test_a_run_that_trained_on_nothing_is_shown_as_collapsed(tmp_path):
     assert "train.rollout.temperature" in html
     healthy = render(fx.write_run(tmp_path / "healthy"))
     assert "Training collapsed" not in healthy
+
+
+def test_a_run_whose_episodes_all_score_the_maximum_is_saturated_not_collapsed(tmp_path):
+    # A warm start that learned the training excerpts: from step 4 every episode scores 1.0, so no
+    # task's episodes differ. The guard must let such a run go on, and the report must say why its
+    # checkpoints differ little, not call it a collapse with the advice for one.
+    from audiobook_rl.training.collapse import collapse, saturation
+
+    metrics = [dict(m, train_reward=1.0, train_reward_group_std=0.0) if m["step"] >= 4 else m for m in fx.metrics_rows(True)]
+    assert collapse(metrics, 3) is None and saturation(metrics, 3) == 6
+    html = render(fx.write_run(tmp_path, metrics=metrics))
+    assert "Training saturated: by step 6, for 3 steps in a row, every episode scored the judge&#39;s maximum" in html
+    assert "Training collapsed" not in html
+    # The same sameness below the maximum is a collapse, as before.
+    flat = [dict(m, train_reward=0.5) if m["step"] >= 4 else m for m in metrics]
+    assert collapse(flat, 3) == (6, "every task's episodes got the same reward") and saturation(flat, 3) is None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..compare.paired import Paired
 from ..steps import best_step
-from ..training.collapse import ADVICE, collapse
+from ..training.collapse import ADVICE, collapse, saturation
 from . import stats
 from .checkpoints import CheckpointRow, best_row, compare, paired_diff
 
@@ -301,16 +301,25 @@ def collapse_notes(rows: list[CheckpointRow]) -> list[str]:
 
 def training_collapse_notes(metrics: list[dict], train: dict) -> list[str]:
     """A sentence when training went ``train.collapse_patience`` steps (3 when the guard was off) in a
-    row without a learning signal (:func:`..training.collapse.collapse`, the guard's own rule)."""
+    row without a learning signal (:func:`..training.collapse.collapse`, the guard's own rule), and
+    one when it went that many at the judge's maximum (:func:`..training.collapse.saturation`)."""
     patience = train.get("collapse_patience") or 3
     found = collapse(metrics, patience)
-    if found is None:
-        return []
-    step, reason = found
-    return [
-        f"Training collapsed: by step {step}, for {patience} steps in a row, {reason}, so GRPO had nothing to learn "
-        f"from; the checkpoints after that are not trained on anything. To train again, {ADVICE}."
-    ]
+    learned = saturation(metrics, patience)
+    out = []
+    if found is not None:
+        step, reason = found
+        out.append(
+            f"Training collapsed: by step {step}, for {patience} steps in a row, {reason}, so GRPO had nothing to learn "
+            f"from; the checkpoints after that are not trained on anything. To train again, {ADVICE}."
+        )
+    if learned is not None:
+        out.append(
+            f"Training saturated: by step {learned}, for {patience} steps in a row, every episode scored the judge's "
+            "maximum, so the training tasks were learned and GRPO had nothing left to learn from them; the checkpoints "
+            "after that differ little. More training excerpts (split.n_train) give it more to learn."
+        )
+    return out
 
 
 def _train_rise(c: Curves, start: int, end: int) -> tuple[float, float] | None:

@@ -4,6 +4,9 @@ GRPO learns only from differences between the episodes of one task. A step gives
 no sampled final script parses (every reward is 0) or when every task's episodes got the same
 reward (every advantage is 0). A pretrained policy sampled too hot reaches that state within a few
 steps and never leaves it; training on is GPU time spent on zero gradients.
+
+Every episode at the judge's maximum is no collapse: the training tasks are learned (a warm start on
+them gets there in a few steps). Such steps teach nothing either, but the run goes on and says so.
 """
 
 from __future__ import annotations
@@ -14,25 +17,45 @@ ADVICE = (
 )
 
 
+SATURATED = 0.999  # a mean training reward this high, with no spread, is the judge's maximum
+
+
+def saturated_step(record: dict) -> bool:
+    """Whether every episode of the step scored the judge's maximum (the tasks are learned)."""
+    return record.get("train_reward_group_std") == 0 and record.get("train_reward", 0.0) >= SATURATED
+
+
 def dead_step(record: dict) -> str | None:
-    """Why the metrics line of one training step carries no learning signal, or None if it does."""
+    """Why the metrics line of one training step carries no learning signal, or None if it does (or
+    if it carries none because every episode scored the maximum: see :func:`saturated_step`)."""
     if record.get("train_json_valid") == 0:
         return "no sampled final script was valid JSON"
-    if record.get("train_reward_group_std") == 0:
+    if record.get("train_reward_group_std") == 0 and not saturated_step(record):
         return "every task's episodes got the same reward"
     return None
 
 
-def collapse(records: list[dict], patience: int) -> tuple[int, str] | None:
-    """The first step that ends ``patience`` dead training steps in a row, and why; None if none does."""
+def _first_run(records: list[dict], patience: int, test) -> dict | None:
+    """The training step's line that ends the first ``patience`` lines in a row passing ``test``."""
     if patience <= 0:
         return None
     run = 0
     for record in records:
         if "train_reward" not in record:
             continue  # step 0: validation only
-        reason = dead_step(record)
-        run = run + 1 if reason else 0
+        run = run + 1 if test(record) else 0
         if run >= patience:
-            return record["step"], reason
+            return record
     return None
+
+
+def collapse(records: list[dict], patience: int) -> tuple[int, str] | None:
+    """The first step that ends ``patience`` dead training steps in a row, and why; None if none does."""
+    record = _first_run(records, patience, dead_step)
+    return (record["step"], dead_step(record)) if record else None
+
+
+def saturation(records: list[dict], patience: int) -> int | None:
+    """The first step that ends ``patience`` steps in a row at the judge's maximum; None if none does."""
+    record = _first_run(records, patience, saturated_step)
+    return record["step"] if record else None

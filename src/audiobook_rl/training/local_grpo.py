@@ -51,7 +51,7 @@ from ..script import parse_script
 from ..steps import best_step
 from . import TrainingJob
 from . import checkpoints as ckpt
-from .collapse import ADVICE, collapse
+from .collapse import ADVICE, collapse, saturation
 from .grpo import group_advantages, kl_low_var, ppo_clip_loss
 
 log = logging.getLogger(__name__)
@@ -309,6 +309,10 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
                 record["rollout_tokens_per_s"], record["seconds"],
                 f"  val {record['val_reward']:.3f}" if "val_reward" in record else "", "  [saved]" if saved else "",
             )
+            patience = settings["collapse_patience"] or 3
+            if saturation(ckpt.read_metrics(root), patience) == step:
+                log.warning("every episode has scored the judge's maximum for %d steps in a row: the training tasks are "
+                            "learned, and GRPO has nothing left to learn from them (training goes on)", patience)
             if "collapse" in record:
                 raise UserError(
                     f"training collapsed at step {step} of {total}: for {settings['collapse_patience']} steps in a row "
