@@ -40,7 +40,8 @@ def main(smk):
         log.info("%d windows of the corpus outside %d held-out slices, labelled by the rule labeler",
                  len(windows), len(held_out))
         if not windows:
-            log.warning("every window of the corpus overlaps a held-out slice: the warm start has the training references only")
+            log.warning("every window of the corpus overlaps a held-out slice: the warm start has the training "
+                        "references only")
     summary = warm_start_policy(smk.input.policy, read_tasks(smk.input.train), prompts, settings,
                                 smk.output[0], device, progress, windows)
     write_json(f"{smk.output[0]}/sft.json", summary)

@@ -71,8 +71,8 @@ _OOM_DETAIL = re.compile(r"(Tried to allocate [\d.]+ \w+)\.\s*GPU \d+ has a tota
 
 
 def ran_out(err: BaseException, smk) -> str | None:
-    """One sentence for a stage stopped by a full disk or a full GPU (what to free or lower, and
-    that rerunning the same command keeps what was finished), or None for any other failure."""
+    """One sentence for a stage stopped by a full disk, or by GPU memory or RAM run out (what to free
+    or lower, and that rerunning the same command keeps what was finished); None for any other failure."""
     chain, seen = [], err
     while seen is not None and len(chain) < 10:
         chain.append(seen)

@@ -93,8 +93,8 @@ def uses_conda(deployment_settings) -> bool:
 def check_jobs(config: dict, rules: Iterable[str], corpus: str | Path, count: Callable[[], int] | None = None,
                conda: bool = False) -> list[str]:
     """What the jobs of ``rules`` (those about to run on this machine) need and lack: excerpts for
-    the warm starts (the built policy's, and sft_policy's windows of the corpus), and the GPUs and GPU stack of the backends they run, as the
-    stages check them when they start.
+    the warm starts (the built policy's, and sft_policy's windows of the corpus), and the GPUs and
+    GPU stack of the backends they run, as the stages check them when they start.
 
     With ``conda`` (``--sdm conda``) the jobs run in environments Snakemake builds (envs/*.yaml), not
     in this Python: their packages are not checked here (each stage checks its own in its first

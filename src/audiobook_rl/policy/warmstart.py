@@ -8,8 +8,9 @@ Two users, one loop (:func:`warm_start`):
   slices, and any window that overlaps a validation or test slice is dropped
   (:func:`warmstart_windows`), so evaluation measures text the policy never saw;
 - any policy, pretrained ones included (the ``sft_policy`` stage): a few epochs on the training
-  references, and on more rule-labelled windows of the corpus if asked (:func:`warm_start_policy`). A pretrained chat model writes JSON but not the script's
-  conventions: Qwen2.5-0.5B never gives narration to 旁白, so GRPO has no such script to reinforce.
+  references, and on more rule-labelled windows of the corpus if asked (:func:`warm_start_policy`).
+  A pretrained chat model writes JSON but not the script's conventions: Qwen2.5-0.5B never gives
+  narration to 旁白, so GRPO has no such script to reinforce.
 
 Each excerpt gives two examples, one per role of the agent: create(excerpt) → reference, and
 rewrite(excerpt, a damaged copy of the reference) → reference.
