@@ -1,4 +1,4 @@
-"""`audiobook-rl judge` (and `label --backend claude`) on the command line."""
+"""`audiobook-rl judge` (and `label --backend claude`) on the command line, and its errors."""
 
 from __future__ import annotations
 
@@ -93,3 +93,26 @@ def test_label_with_the_claude_backend(tmp_path, capsys, monkeypatch):
     script = json.loads(capsys.readouterr().out)
     assert "".join(s["content"] for s in script).startswith("林青推门进来")
     assert server.requests[0]["body"]["model"] == "claude-opus-4-1-20250805"
+
+
+def test_the_command_line_says_a_full_disk_in_one_sentence_too(tmp_path, monkeypatch, capsys):
+    # assemble-qwen writes gigabytes; a full disk there reads as it does in a stage, without a traceback.
+    import errno
+
+    from audiobook_rl.policy import gguf
+
+    def full(out_dir, wheels_dir=None, size="0.5b"):
+        raise OSError(errno.ENOSPC, "No space left on device", str(out_dir))
+
+    monkeypatch.setattr(gguf, "assemble", full)
+    assert main(["assemble-qwen", str(tmp_path / "models" / "qwen")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"audiobook-rl: error: audiobook-rl assemble-qwen stopped because the disk is full ({tmp_path}: ")
+    assert err.endswith("free): free some space and run the same command again.") and "Traceback" not in err
+
+    def broken(out_dir, wheels_dir=None, size="0.5b"):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(gguf, "assemble", broken)
+    with pytest.raises(RuntimeError):
+        main(["assemble-qwen", str(tmp_path / "models" / "qwen")])

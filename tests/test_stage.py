@@ -102,7 +102,8 @@ def test_gpu_memory_run_out_names_the_keys_that_lower_it(tmp_path):
     assert sentence == (
         "rule train_grpo ran out of GPU memory (Tried to allocate 2.00 GiB on a GPU of 79.19 GiB with 1.06 GiB "
         "free): lower train.micro_batch_size (the update) or train.generate_batch_size (the rollouts) in your "
-        "config, or end other processes on the GPU, and run the same command again; the finished stages are kept."
+        "config, or end other processes on the GPU, and run the same command again; the finished stages are kept, and "
+        "training resumes from its last checkpoint."
     )
     proc = _stage(tmp_path, "raise MemoryError()", rule="generate")
     assert proc.returncode == 1

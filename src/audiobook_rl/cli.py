@@ -135,6 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"audiobook-rl: error: {err}", file=sys.stderr)
         return 1
+    except Exception as err:  # a full disk or memory run out is one sentence too (the rest: a traceback)
+        from .stage import exhausted, existing_folder
+
+        sentence = exhausted(err, f"audiobook-rl {args.command}", existing_folder(getattr(args, "out", None) or "."))
+        if sentence is None:
+            raise
+        print(f"audiobook-rl: error: {sentence}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -73,32 +73,39 @@ _OOM_DETAIL = re.compile(r"(Tried to allocate [\d.]+ \w+)\.\s*GPU \d+ has a tota
 def ran_out(err: BaseException, smk) -> str | None:
     """One sentence for a stage stopped by a full disk, or by GPU memory or RAM run out (what to free
     or lower, and that rerunning the same command keeps what was finished); None for any other failure."""
+    kept = "the finished stages are kept" + (", and training resumes from its last checkpoint"
+                                             if smk.rule == "train_grpo" else "")
+    return exhausted(err, f"rule {smk.rule}", _disk_of(smk), kept=kept,
+                     largest=" (a run's largest files are results/models/ and results/train/checkpoints/)",
+                     keys=_MEMORY_KEYS.get(smk.rule, "the rule's batch sizes"), memory=f"resources.{smk.rule}.mem_mb")
+
+
+def exhausted(err: BaseException, who: str, where: str | None, kept: str = "", largest: str = "",
+              keys: str | None = None, memory: str | None = None) -> str | None:
+    """The sentence of :func:`ran_out` for ``who`` (a rule, a command) writing under ``where``:
+    ``kept`` says what a rerun keeps, ``largest`` what to delete first, ``keys`` the config keys that
+    lower memory and ``memory`` the one that gives more; None if ``err`` is none of these."""
     chain, seen = [], err
     while seen is not None and len(chain) < 10:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     text = " ".join(f"{type(e).__name__}: {e}" for e in chain)
-    keys = _MEMORY_KEYS.get(smk.rule, "the rule's batch sizes")
-    where = _disk_of(smk)
     try:
         free = shutil.disk_usage(where).free if where else None
     except OSError:
         free = None
-    disk = (f"rule {smk.rule} stopped because the disk is full ({where}: {_size(free)} free): free some space "
-            f"(a run's largest files are results/models/ and results/train/checkpoints/) and run the same "
-            f"command again; the finished stages are kept"
-            + (", and training resumes from its last checkpoint." if smk.rule == "train_grpo" else "."))
+    again = "run the same command again" + (f"; {kept}." if kept else ".")
+    lower = f"lower {keys} in your config, or " if keys else ""
+    disk = f"{who} stopped because the disk is full ({where}: {_size(free)} free): free some space{largest} and {again}"
     if any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain) or _DISK_FULL in text:
         return disk
     if any(type(e).__name__ == "OutOfMemoryError" for e in chain) or "CUDA out of memory" in text:
         detail = _OOM_DETAIL.search(text)
         said = f" ({detail[1]} on a GPU of {detail[2]} with {detail[3]} free)" if detail else ""
-        return (f"rule {smk.rule} ran out of GPU memory{said}: lower {keys} in your config, or end "
-                f"other processes on the GPU, and run the same command again; the finished stages are kept.")
+        return f"{who} ran out of GPU memory{said}: {lower}end other processes on the GPU, and {again}"
     if any(isinstance(e, MemoryError) for e in chain) or _CPU_OOM in text:
-        return (f"rule {smk.rule} ran out of memory: lower {keys} in your config, or give the job more "
-                f"(resources.{smk.rule}.mem_mb) on a machine that has it, and run the same command again; "
-                f"the finished stages are kept.")
+        more = f"give the job more ({memory}) on a machine that has it" if memory else "free memory or use a machine with more"
+        return f"{who} ran out of memory: {lower}{more}, and {again}"
     # torch.save's own message on a full disk names no cause ("unexpected pos 576 vs 534"): there,
     # the space left on the outputs' disk tells.
     return disk if free is not None and free < _LOW_DISK else None
@@ -107,10 +114,15 @@ def ran_out(err: BaseException, smk) -> str | None:
 def _disk_of(smk) -> str | None:
     """The nearest existing folder of the rule's first output (else the working directory)."""
     outputs = [str(o) for o in getattr(smk, "output", [])]
-    path = Path(outputs[0]).resolve() if outputs else Path.cwd()
-    while not path.is_dir() and path != path.parent:
-        path = path.parent
-    return str(path) if path.is_dir() else None
+    return existing_folder(outputs[0] if outputs else ".")
+
+
+def existing_folder(path: str | Path) -> str | None:
+    """The nearest existing folder of ``path`` (itself, or the first parent that exists)."""
+    folder = Path(path).resolve()
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    return str(folder) if folder.is_dir() else None
 
 
 def _size(n: int | None) -> str:
