@@ -292,7 +292,8 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
                     if previous and previous % settings["save_freq"] and previous in ckpt.saved_steps(root):
                         beaten = previous
             record["seconds"] = time.monotonic() - t0
-            collapsed = collapse(ckpt.read_metrics(root) + [record], settings["collapse_patience"])
+            history = ckpt.read_metrics(root) + [record]  # the log as it reads once this step's line is on disk
+            collapsed = collapse(history, settings["collapse_patience"])
             if collapsed and step < total:
                 record["collapse"] = collapsed[1]
             # The step's line goes to disk before its checkpoint: a run killed between the two resumes
@@ -310,7 +311,7 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
                 f"  val {record['val_reward']:.3f}" if "val_reward" in record else "", "  [saved]" if saved else "",
             )
             patience = settings["collapse_patience"] or 3
-            if saturation(ckpt.read_metrics(root), patience) == step:
+            if saturation(history, patience) == step:
                 log.warning("every episode has scored the judge's maximum for %d steps in a row: the training tasks are "
                             "learned, and GRPO has nothing left to learn from them (training goes on)", patience)
             if "collapse" in record:
