@@ -2,6 +2,7 @@
 
     python bench/check_labeler.py --seed 7 [--n 80] [--all] [--novel PATH] [--context 200] [--answers FILE]
     python bench/check_labeler.py --set bench/labeler_sets/check.json --novel PATH [--quiet]
+    python bench/check_labeler.py --set … --novel PATH --backend claude [--config config/seed.yaml]
 
 Excerpts are cut by the pipeline's own slicer (``slice_text``, default lengths); those without a
 quote are dropped unless ``--all`` is given (they have no speaker to check). They are labeled with the
@@ -55,6 +56,14 @@ names in a tag, and for names with words or quotes with next to no tag) with ``r
 ``rules-v30``. Quoted words nobody says are their own kind there, ``not speech`` (docs/labeler.md gives
 every set's numbers; the README, the held-out totals).
 
+``--backend claude`` measures the Claude labeler the same way (``ANTHROPIC_API_KEY`` in the environment;
+the ``label`` and ``llm`` sections of ``config/config.yaml`` and any ``--config`` overlay: model,
+prompt, ``label.context_chars``, and the reply cache, so a second run of a set costs nothing). Its
+scripts are its own: an excerpt it never gives a valid script, or whose quotes it splits or joins
+otherwise than the labels, counts every labelled quote of that excerpt wrong (listed as such). A
+speaker written with a leading 那 or 这 (那汉子) is read without it, for every backend: the labels
+give descriptors bare. The summary ends with the requests, tokens and cost.
+
 ``check17`` to ``check20`` hold excerpts of four other novels, to measure the labeler on text it was not
 written on: 西游记, 红楼梦, 三国演义 and 隋唐演义, the plain-text files ``data/<name>.txt`` of the same
 repository and commit as the 水浒传 copy (each set records the file's name, length and checksum; pass the
@@ -102,6 +111,29 @@ def read_set(path: str, text: str) -> tuple[dict, list]:
     return doc, slices
 
 
+def right_speaker(speaker: str, names) -> bool:
+    """``speaker`` is one of ``names``, read without a leading 那/这 (那汉子 is 汉子)."""
+    if speaker in names:
+        return True
+    for lead in ("那个", "这个", "那", "这"):
+        if speaker.startswith(lead) and len(speaker) > len(lead) and speaker[len(lead) :] in names:
+            return True
+    return False
+
+
+def aligned(item, script, labels) -> list | None:
+    """The quote segments of ``script`` when they are the labelled quotes (same count, each starting
+    as labelled), else None."""
+    from audiobook_rl.script import reading_text
+
+    quotes = quoted_segments(item.text, script) if script is not None else None
+    if quotes is None or len(quotes) != len(labels):
+        return None
+    if any(not reading_text(seg.content).startswith(reading_text(label["head"])) for seg, label in zip(quotes, labels)):
+        return None
+    return quotes
+
+
 def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
     from collections import Counter
 
@@ -109,28 +141,39 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
     from audiobook_rl.script import joined_content, reading_text
 
     doc, slices = read_set(args.set, text)
+    strict = labeler.backend == "rules"  # the rules' scripts always keep the quotes as the text has them
     started = time.perf_counter()
-    scripts = labeler.label(slices)
+    scripts = getattr(labeler, "try_label", labeler.label)(slices)
     label_s = time.perf_counter() - started
     right, total, wrong = Counter(), Counter(), []
     voices = VoiceAccuracy()
-    structural = 0
+    structural = unaligned = 0
     for item, script, excerpt in zip(slices, scripts, doc["excerpts"]):
-        quotes = quoted_segments(item.text, script)
-        structural += quotes is not None and joined_content(script) == reading_text(item.text)
         labels = excerpt["quotes"]
-        if quotes is None or len(quotes) != len(labels):
-            raise SystemExit(f"{item.id}: {len(quotes or [])} quotes found, {len(labels)} labelled")
+        quotes = aligned(item, script, labels)
+        structural += quotes is not None and joined_content(script) == reading_text(item.text)
+        if quotes is None and strict:
+            found = quoted_segments(item.text, script) or []
+            raise SystemExit(f"{item.id}: {len(found)} quotes found, {len(labels)} labelled (or a quote starts otherwise)")
         if not args.quiet:
             print(f"\n=== {item.id} (chapter {excerpt.get('chapter')})")
             print(item.text.strip())
+        if quotes is None:
+            unaligned += 1
+            why = "no valid script" if script is None else "its quotes are not the labelled ones"
+            if not args.quiet:
+                print(f"  {why}: every labelled quote counts wrong")
+            for k, label in enumerate(labels, 1):
+                if label["speaker"] is not None:
+                    for kind in (label["kind"], "all"):
+                        total[kind] += 1
+                    wrong.append(f"{item.id}.{k} [{label['kind']}] ({why}) → {'|'.join(label['speaker'])}  | {label['note']}")
+            continue
         for k, (seg, label) in enumerate(zip(quotes, labels), 1):
-            if not reading_text(seg.content).startswith(reading_text(label["head"])):
-                raise SystemExit(f"{item.id}.{k}: quote starts {seg.content[:6]!r}, labelled {label['head']!r}")
             if label["speaker"] is None:
                 mark = "  (not scored)"
             else:
-                good = seg.speaker in label["speaker"]
+                good = right_speaker(seg.speaker, label["speaker"])
                 for kind in (label["kind"], "all"):
                     total[kind] += 1
                     right[kind] += good
@@ -143,8 +186,12 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
         reference, aliases = reference_script(script, quotes, labels)
         voices += voice_accuracy(reference, script, {**lexicon.aliases, **aliases}, item.text)
 
-    print(f"\n{doc.get('title', args.set)}: {len(slices)} excerpts, {total['all']} quotes scored")
+    print(f"\n{doc.get('title', args.set)}: {len(slices)} excerpts, {total['all']} quotes scored "
+          f"({labeler.backend}, {labeler.model})")
     print(f"reconstructs and splits narration from dialogue: {structural}/{len(slices)}")
+    if unaligned:
+        print(f"excerpts without a script whose quotes are the labelled ones: {unaligned} (their quotes count wrong; "
+              "voice accuracy leaves them out)")
     print(f"lexicon of the novel: {len(lexicon.names)} names, {lexicon_s:.2f} s; labeling: {label_s * 1000:.1f} ms")
     for kind in sorted(k for k in total if k != "all") + ["all"]:
         print(f"  {kind:14s} {right[kind]:4d}/{total[kind]:<4d} = {right[kind] / total[kind]:6.1%}")
@@ -155,10 +202,11 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
 
 
 def main() -> None:
-    from audiobook_rl.corpus import has_dialogue, read_text, slice_text
+    from audiobook_rl import backends, llm
+    from audiobook_rl.config import load_config
+    from audiobook_rl.corpus import read_text
     from audiobook_rl.labeling.lexicon import build_lexicon
-    from audiobook_rl.labeling.rules import labeler as rule_labeler
-    from audiobook_rl.script import NARRATOR, joined_content, reading_text
+    from audiobook_rl.paths import CONFIG
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--novel", default=str(DEFAULT_NOVEL))
@@ -171,6 +219,10 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=200, help="characters shown before each excerpt")
     parser.add_argument("--answers", help="verdict file to score (see above)")
     parser.add_argument("--quiet", action="store_true", help="print the summary only")
+    parser.add_argument("--backend", default="rules", choices=sorted(backends.REGISTRY["label"]),
+                        help="the labeler to measure (default: rules)")
+    parser.add_argument("--config", action="append", default=[], metavar="FILE",
+                        help="config overlay for the backend's label and llm settings (repeatable)")
     args = parser.parse_args()
     if (args.seed is None) == (args.set is None):
         parser.error("give either --seed or --set")
@@ -179,23 +231,39 @@ def main() -> None:
     started = time.perf_counter()
     lexicon = build_lexicon(text)
     lexicon_s = time.perf_counter() - started
-    labeler = rule_labeler({}, lexicon)  # as label_slices builds it
-    if args.set:
-        score_set(args, text, lexicon, labeler, lexicon_s)
-        return
+    config = load_config(CONFIG, overlays=args.config)
+    settings = {**config["label"], "backend": args.backend}
+    with llm.session(config["llm"], stage="check_labeler") as session:
+        labeler = backends.get("label", args.backend).load()(settings, lexicon)  # as label_slices builds it
+        if args.set:
+            score_set(args, text, lexicon, labeler, lexicon_s)
+        else:
+            draw(args, text, lexicon, labeler, lexicon_s)
+    if args.backend != "rules":
+        usage = session.usage.summary()
+        cost = "unknown (no price for the model in llm.prices_per_mtok)" if usage["cost_usd"] is None else f"{usage['cost_usd']:.2f} USD"
+        print(f"{usage['requests_sent']} requests sent, {usage['cache_hits']} from the cache; "
+              f"{usage['input_tokens']} tokens in, {usage['output_tokens']} out; cost {cost}")
+
+
+def draw(args, text, lexicon, labeler, lexicon_s) -> None:
+    from audiobook_rl.corpus import has_dialogue, slice_text
+    from audiobook_rl.script import NARRATOR, joined_content, reading_text
+
     slices = slice_text(text, n=args.n, min_chars=args.min_chars, max_chars=args.max_chars, seed=args.seed)
     if not args.all:
         slices = [s for s in slices if has_dialogue(s.text)]
     started = time.perf_counter()
-    scripts = labeler.label(slices)
+    scripts = getattr(labeler, "try_label", labeler.label)(slices)
     label_s = time.perf_counter() - started
 
     answers = read_answers(args.answers) if args.answers else {}
     rebuilt = agreed = n_quotes = right = scored = narrated = 0
     wrong = []
     for item, script in zip(slices, scripts):
+        script = script or []  # no valid script: nothing reconstructs
         ok_text = joined_content(script) == reading_text(item.text)
-        quotes = quoted_segments(item.text, script)
+        quotes = quoted_segments(item.text, script) if script else None
         ok_dialogue = quotes is not None
         rebuilt += ok_text
         agreed += ok_dialogue
@@ -211,7 +279,7 @@ def main() -> None:
             mark = ""
             if key in answers:
                 scored += 1
-                good = seg.speaker in answers[key]
+                good = right_speaker(seg.speaker, answers[key])
                 right += good
                 mark = "  ok" if good else f"  WRONG (want {'|'.join(sorted(answers[key]))})"
                 if not good:

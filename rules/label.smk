@@ -13,7 +13,7 @@ rule label_slices:
     resources:
         llm_api=llm_api("label_slices"),
     params:
-        label=config["label"],
+        label=backends.settings(config, "label"),
         llm=llm_settings,
     script:
         "../scripts/label_slices.py"

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from loopback import Loopback, Reply, anthropic_message
-from loopback.scripts import fast_client_settings, slices, valid_label_reply
+from loopback.scripts import excerpt_of, fast_client_settings, slices, valid_label_reply
 
-from audiobook_rl import llm
+from audiobook_rl import backends, llm
+from audiobook_rl.corpus import Slice
 from audiobook_rl.errors import UserError
 from audiobook_rl.labeling import label_slices
 from audiobook_rl.labeling.claude import ClaudeLabeler
@@ -158,3 +159,89 @@ def test_prompt_is_the_configured_file(tmp_path):
             default = ClaudeLabeler(LABEL)  # inside the session: its client's cache is in tmp_path
     assert server.requests[0]["body"]["system"] == "SYSTEM-MARK"
     assert labeler.prompt_hash != default.prompt_hash
+
+
+NOVEL = (
+    "第一回 林青夜访\n"
+    "城东桥头有个卖酒的汉子，姓王名七，平日里只在桥头摆摊。\n"
+    "这一日天色将晚，林青推门进来，冷笑道：“你还敢来？”那汉子吓得后退一步，颤声道：“小人只是路过。”\n"
+)
+
+
+def novel_slice(novel: str, paragraph: int) -> Slice:
+    start = sum(len(line) + 1 for line in novel.split("\n")[:paragraph])
+    text = novel.split("\n")[paragraph]
+    return Slice(f"s{paragraph:03d}", text, start, start + len(text))
+
+
+def before_block(body: dict) -> str:
+    content = body["messages"][0]["content"]
+    return content[content.index("<before>\n") + 9 : content.index("\n</before>")]
+
+
+@pytest.mark.parametrize(
+    "context_chars,expected",
+    [
+        (1500, NOVEL.split("\n", 3)[0] + "\n" + NOVEL.split("\n", 3)[1] + "\n"),  # all of it: the novel starts there
+        (30, NOVEL.split("\n")[1] + "\n"),  # from the first paragraph that starts in the last 30 characters
+        (0, ""),  # the excerpt alone
+    ],
+    ids=["whole-start", "from-a-paragraph", "off"],
+)
+def test_the_request_carries_the_novel_just_before_the_excerpt(tmp_path, context_chars, expected):
+    item = novel_slice(NOVEL, 2)
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            labeler = backends.get("label", "claude").load()(
+                settings("label", backend="claude", model="claude-opus-test", context_chars=context_chars),
+                build_lexicon(NOVEL),  # as label_slices builds it: the lexicon's text is the novel
+            )
+            labeler.label([item])
+    body = server.requests[0]["body"]
+    assert before_block(body) == expected  # the novel as it is (a paragraph that ends before the excerpt ends in a newline)
+    assert excerpt_of(body) == item.text  # the excerpt itself, once, and apart
+
+
+def test_a_slice_that_is_not_cut_from_the_novel_goes_alone(tmp_path):
+    elsewhere = Slice("s009", "林青道：“走罢。”", 5, 14)  # offsets that point at other text
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            ClaudeLabeler(settings("label", backend="claude", model="claude-opus-test"), novel=NOVEL).label([elsewhere])
+    assert before_block(server.requests[0]["body"]) == ""
+
+
+def test_a_prompt_without_the_before_placeholder_is_warned_about(tmp_path, caplog):
+    prompt = tmp_path / "label.md"
+    prompt.write_text("=== system ===\n只输出 JSON。\n=== user ===\n<excerpt>\n{{text}}\n</excerpt>\n", encoding="utf-8")
+    with Loopback(valid) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            ClaudeLabeler(settings("label", backend="claude", model="claude-opus-test", prompt=str(prompt)), novel=NOVEL)
+    assert "has no {{before}} placeholder" in caplog.text and "label.context_chars" in caplog.text
+
+
+def test_try_label_keeps_the_other_slices_when_one_never_validates(tmp_path):
+    def respond(kind, body, n):
+        if "第2回" in body["messages"][0]["content"]:
+            return Reply(body=anthropic_message("抱歉，我不能完成。"))
+        return valid(kind, body, n)
+
+    with Loopback(respond) as server:
+        with llm.session(llm_settings(server, tmp_path, concurrency=1)):
+            scripts = ClaudeLabeler(LABEL).try_label(slices(3))
+    assert scripts[1] is None and scripts[0] and scripts[2]
+    assert server.count == 2 + LABEL["max_attempts"]
+
+
+def test_try_label_still_stops_on_a_failing_api(tmp_path):
+    with Loopback(lambda kind, body, n: Reply(401)) as server:
+        with llm.session(llm_settings(server, tmp_path)):
+            with pytest.raises(UserError, match="slice s000"):
+                ClaudeLabeler(LABEL).try_label(slices(2))
+
+
+def test_the_label_stage_takes_as_params_only_what_its_backend_reads():
+    rules = backends.settings({"label": settings("label")}, "label")
+    claude = backends.settings({"label": settings("label", backend="claude", context_chars=800)}, "label")
+    assert rules == {"backend": "rules"}  # editing a Claude setting does not redo the rule labeler's references
+    assert claude == settings("label", backend="claude", context_chars=800)  # every key of the section
+    assert claude["context_chars"] == 800

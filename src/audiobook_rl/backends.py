@@ -46,6 +46,9 @@ class Backend:
     stack: str | None = None
     gpu_keys: tuple[str, ...] = ()  # config keys whose product is the job's GPUs; the last is per node
     export: str | None = None  # training: "module:function" of export_checkpoint
+    # The keys of its config section it reads besides `backend` (None: all of them). Only these are
+    # its rule's params, so editing a key the configured backend never reads reruns nothing.
+    reads: tuple[str, ...] | None = None
 
     def load(self, entry: str = "run") -> Callable:
         """The function named by ``entry`` ("run" or "export"), imported now."""
@@ -67,8 +70,10 @@ class Backend:
 
 REGISTRY: dict[str, dict[str, Backend]] = {
     "label": {
-        "rules": Backend("rules", "audiobook_rl.labeling.rules:labeler"),
-        "claude": Backend("claude", "audiobook_rl.labeling.claude:labeler", provider="anthropic", prompt=True),
+        "rules": Backend("rules", "audiobook_rl.labeling.rules:labeler", reads=()),
+        "claude": Backend("claude", "audiobook_rl.labeling.claude:labeler", provider="anthropic", prompt=True,
+                          reads=("model", "prompt", "max_tokens", "temperature", "max_attempts", "min_coverage",
+                                 "context_chars")),
     },
     "judge": {
         "rubric": Backend("rubric", "audiobook_rl.judging.rubric:judge"),
@@ -118,6 +123,14 @@ def get(section: str, name: str) -> Backend:
 def configured(config: dict, section: str) -> Backend:
     """The backend the config chooses for ``section``."""
     return get(section, lookup(config, section)["backend"])
+
+
+def settings(config: dict, section: str) -> dict:
+    """The part of ``section`` that its configured backend reads (its rule's params): ``backend`` and
+    the backend's keys, so that the rule labeler's run is not redone when a Claude setting changes."""
+    values = lookup(config, section)
+    reads = configured(config, section).reads
+    return dict(values) if reads is None else {k: v for k, v in values.items() if k == "backend" or k in reads}
 
 
 def of_rule(config: dict, rule: str) -> list[tuple[str, Backend, str]]:

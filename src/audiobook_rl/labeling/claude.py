@@ -1,6 +1,8 @@
 """The Claude labeler: reference scripts from Claude through the Messages API (the seed's labels).
 
-Each slice is sent with the prompt ``label.prompt`` (a rule input). A reply is a valid reference only
+Each slice is sent with the prompt ``label.prompt`` (a rule input) and, as ``{{before}}``, up to
+``label.context_chars`` characters of the novel just before it (from the start of a paragraph): the
+text that names the people an excerpt calls 那汉子 or 妇人, and says who spoke last. A reply is a valid reference only
 if it parses with the shared schema without errors and its contents cover the excerpt (text F1 of at
 least ``label.min_coverage``); otherwise the problems are shown to the model in a follow-up turn,
 up to ``label.max_attempts`` replies in all. A slice that never validates fails the stage with its
@@ -22,6 +24,10 @@ from ..script import TONES, Segment, joined_content, parse_script, reading_text
 
 log = logging.getLogger(__name__)
 
+class InvalidReference(UserError):
+    """A slice whose replies never made a valid reference script."""
+
+
 RETRY = "这个回答不能用作参考脚本：{problems}。请改正这些问题，重新输出完整的 JSON 数组（只输出数组本身）。"
 
 
@@ -36,8 +42,9 @@ def text_f1(output: str, target: str) -> float:
 
 
 def labeler(settings: dict, lexicon=None) -> "ClaudeLabeler":
-    """The ``claude`` backend of label_slices: ``settings`` is the ``label`` section."""
-    return ClaudeLabeler(settings)
+    """The ``claude`` backend of label_slices: ``settings`` is the ``label`` section; the lexicon's
+    text is the novel the slices were cut from."""
+    return ClaudeLabeler(settings, novel=lexicon.text if lexicon is not None else "")
 
 
 class ClaudeLabeler:
@@ -45,7 +52,7 @@ class ClaudeLabeler:
 
     backend = "claude"
 
-    def __init__(self, settings: dict, session=None):
+    def __init__(self, settings: dict, session=None, novel: str = ""):
         self.model = settings["model"]
         if not self.model:
             raise UserError("config key 'label.model' is empty; set the Claude model id (see config/seed.yaml).")
@@ -55,6 +62,13 @@ class ClaudeLabeler:
         self.temperature = settings["temperature"]
         self.max_attempts = settings["max_attempts"]
         self.min_coverage = settings["min_coverage"]
+        self.context_chars = settings["context_chars"]
+        self.novel = novel
+        if self.context_chars and "{{before}}" not in self.prompt.system + self.prompt.user:
+            log.warning(
+                "%s has no {{before}} placeholder: Claude sees each excerpt without the %d characters before it "
+                "(label.context_chars)", self.prompt.path, self.context_chars,
+            )
         provider = backends.get("label", self.backend).provider
         self.client = (session or llm.current()).client(provider, needed_by="label.backend 'claude'")
 
@@ -62,8 +76,23 @@ class ClaudeLabeler:
         """One reference script per slice, in order; slices are labeled concurrently."""
         return self.client.map(self._label_one, slices, "labeled", progress)
 
+    def try_label(self, slices: list[Slice], progress=None) -> list[list[Segment] | None]:
+        """As :meth:`label`, but a slice that never gets a valid reply is None (and logged) instead
+        of stopping the rest: for measuring the labeler, where one bad excerpt is a data point."""
+
+        def one(item: Slice) -> list[Segment] | None:
+            try:
+                return self._label_one(item)
+            except InvalidReference as error:  # a failing API (LLMError) still stops everything
+                log.warning("%s", error)
+                return None
+
+        return self.client.map(one, slices, "labeled", progress)
+
     def _label_one(self, item: Slice) -> list[Segment]:
-        system, user = (m["content"] for m in self.prompt.messages(text=item.text, tones=" ".join(TONES)))
+        system, user = (
+            m["content"] for m in self.prompt.messages(text=item.text, before=self.before(item), tones=" ".join(TONES))
+        )
         messages: list[dict] = [{"role": "user", "content": user}]
         problems = ""
         for attempt in range(1, self.max_attempts + 1):
@@ -86,10 +115,23 @@ class ClaudeLabeler:
                 {"role": "assistant", "content": reply.text},
                 {"role": "user", "content": RETRY.format(problems=problems)},
             ]
-        raise UserError(
+        raise InvalidReference(
             f"slice {item.id}: {self.model} gave no valid reference script in {self.max_attempts} replies "
             f"(last problem: {problems}); raise label.max_attempts or check config/prompts/label.md."
         )
+
+    def before(self, item: Slice) -> str:
+        """The novel's text just before ``item``: ``context_chars`` characters back, from the first
+        paragraph that starts in them ("" without a novel, or for a slice that is not cut from it)."""
+        start = item.start
+        if not self.context_chars or self.novel[start : start + len(item.text)] != item.text:
+            return ""
+        begin = max(0, start - self.context_chars)
+        text = self.novel[begin:start]
+        newline = text.find("\n")
+        if begin > 0 and 0 <= newline < len(text) // 2:  # not from the middle of a sentence
+            text = text[newline + 1 :]
+        return text.lstrip("\n")
 
     def check(self, source: str, raw: str) -> tuple[list[Segment] | None, str]:
         """The script if ``raw`` is a usable reference for ``source``, else (None, the problems)."""
