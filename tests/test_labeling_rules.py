@@ -105,7 +105,7 @@ def test_label_records_carry_backend_model_and_aliases(story):
     records = label_slices(slices, RuleLabeler(lexicon), lexicon)
     assert [r["id"] for r in records] == [s.id for s in slices]
     assert [(r["start"], r["end"]) for r in records] == [(s.start, s.end) for s in slices]
-    assert all(r["backend"] == "rules" and r["model"] == "rules-v31" for r in records)
+    assert all(r["backend"] == "rules" and r["model"] == "rules-v32" for r in records)
     assert records[0]["aliases"] == {"孤雁刀": "裴寒山"}
 
 

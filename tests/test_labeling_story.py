@@ -723,3 +723,22 @@ def test_words_of_manner_before_the_verb_are_no_name():
     names = NAMES | {"李俊"}
     excerpt = "　　那四个好汉却看了他们三个，说了一回，互相厮觑道：“这个为头的好汉，莫不是李俊？”\n"
     assert speakers_in(FILLER + excerpt, excerpt, names) == ["好汉"]
+
+
+def speakers_at(novel: str, excerpt: str) -> list[str]:
+    """The speakers of ``excerpt``, the first passage of ``novel`` that starts with it."""
+    lexicon = Lexicon(names=set(NAMES), text=novel)
+    script = RuleLabeler(lexicon).label_text(excerpt, start=novel.index(excerpt))
+    return [s.speaker for s in script if s.speaker != NARRATOR]
+
+
+def test_a_quote_that_ends_the_excerpt_takes_its_tag_from_the_rest_of_the_paragraph():
+    excerpt = "　　宋江笑了一笑，点头不语。“你休要瞒我。”"
+    # the paragraph goes on after the excerpt with the quote's tag: the tag's subject speaks
+    assert speakers_at(FILLER + excerpt + "武松道。\n" + FILLER, excerpt) == ["武松"]
+    # not: the excerpt alone, where the narration before the quote is all there is
+    assert [s.speaker for s in RuleLabeler(Lexicon(names=NAMES)).label_text(excerpt) if s.speaker != NARRATOR] == ["宋江"]
+    # not: a tag after the paragraph's next quote is that quote's
+    assert speakers_at(FILLER + excerpt + "“我几时瞒你？”武松道。\n" + FILLER, excerpt) == ["宋江"]
+    # not: the excerpt ends with its paragraph, and the next paragraph is another's line
+    assert speakers_at(FILLER + excerpt + "\n　　武松道：“好。”\n", excerpt + "\n") == ["宋江"]

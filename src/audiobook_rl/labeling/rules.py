@@ -254,7 +254,7 @@ class RuleLabeler:
     the novel itself, which the labeler reads around each excerpt."""
 
     backend = "rules"
-    model = "rules-v31"
+    model = "rules-v32"
     prompt_hash = None  # reads no prompt
 
     def __init__(self, lexicon: Lexicon | None = None):
@@ -291,14 +291,21 @@ class RuleLabeler:
         last = before.rsplit("\n", 1)[-1]
         pieces = _pieces(last.strip()) if last.strip() and text[:1] == "“" else []
         state.preceding = pieces[-1][1] if pieces and pieces[-1][0] == "narration" else ""
-        return _read(text, start, lexicon, state)
+        # An excerpt that ends in the middle of a paragraph, with a quote: the narration just after it
+        # in the paragraph is its tag (“孤雁不回头。”|陆青崖喃喃道。).
+        end = start + len(text)
+        paragraph_end = story.text.find("\n", end)
+        following = story.text[end : len(story.text) if paragraph_end < 0 else paragraph_end]
+        return _read(text, start, lexicon, state, following=following if text[-1:] != "\n" else "")
 
 
-def _read(text: str, at: int, lexicon: Lexicon, state: _State) -> list[Segment]:
-    """The segments of ``text`` (which starts at ``at`` in the story), paragraph by paragraph."""
+def _read(text: str, at: int, lexicon: Lexicon, state: _State, following: str = "") -> list[Segment]:
+    """The segments of ``text`` (which starts at ``at`` in the story), paragraph by paragraph;
+    ``following`` is the rest of the story's paragraph that ``text`` ends in."""
     segments: list[Segment] = []
     offset = 0
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
         line_at, offset = at + offset, offset + len(line) + 1
         if not line.strip():
             continue
@@ -309,7 +316,7 @@ def _read(text: str, at: int, lexicon: Lexicon, state: _State) -> list[Segment]:
             state.__init__(story=story)  # a new scene: earlier speakers are gone
             continue
         lead = len(line) - len(line.lstrip())
-        part = _label_paragraph(line.strip(), lexicon, state, line_at + lead)
+        part = _label_paragraph(line.strip(), lexicon, state, line_at + lead, following if k == len(lines) - 1 else "")
         if part:
             part[-1] = _with_delay(part[-1], max(part[-1].delay, 800))
         segments.extend(part)
@@ -350,7 +357,9 @@ def _closing_quote(paragraph: str, start: int) -> int:
     return len(paragraph)
 
 
-def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 0) -> list[Segment]:
+def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 0, following: str = "") -> list[Segment]:
+    """The segments of one paragraph; ``following`` is the story's text after it in the same
+    paragraph, when the excerpt ends there (it is read, never labelled)."""
     pieces = _pieces(paragraph)
     segments: list[Segment] = []
     for k, (kind, text, offset) in enumerate(pieces):
@@ -365,6 +374,8 @@ def _label_paragraph(paragraph: str, lexicon: Lexicon, state: _State, at: int = 
         before = pieces[k - 1][1] if k > 0 and pieces[k - 1][0] == "narration" else state.preceding if k == 0 else ""
         state.preceding = ""
         after = pieces[k + 1][1] if k + 1 < len(pieces) and pieces[k + 1][0] == "narration" else ""
+        if k == len(pieces) - 1 and following:
+            after = following.split("“", 1)[0]  # up to the story's next quote, as within the paragraph
         if _not_speech(before, text, after):
             segments.append(Segment(NARRATOR, text, "平静", 1, _delay(text)))
             state.after_quote = state.last_was_quote = False
