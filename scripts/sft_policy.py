@@ -1,5 +1,6 @@
-"""sft_policy: the base policy + the training references (+ rule-labelled windows of the corpus outside
-the validation and test slices, if sft.window_draws > 0) -> results/models/step_sft/ (a supervised warm start)."""
+"""sft_policy: the base policy + the training references (unless sft.references is false) + rule-labelled
+windows of the corpus outside the validation and test slices (and the training slices, without their
+references), if sft.window_draws > 0 -> results/models/step_sft/ (a supervised warm start)."""
 
 import logging
 
@@ -9,6 +10,7 @@ from audiobook_rl import gpus
 from audiobook_rl.agent.episode import AgentPrompts
 from audiobook_rl.corpus import read_text
 from audiobook_rl.dataset import read_tasks
+from audiobook_rl.errors import UserError
 from audiobook_rl.files import write_json
 from audiobook_rl.policy.warmstart import labelled_windows, warm_start_policy, warmstart_windows
 from audiobook_rl.stage import run
@@ -32,18 +34,23 @@ def main(smk):
     windows = []
     if settings["window_draws"] > 0:
         corpus_text, _ = read_text(smk.input.corpus)
-        # Never the held-out text (validation and test): the tasks carry their offsets.
-        held_out = [(task.start, task.end) for part in (smk.input.val, smk.input.test) for task in read_tasks(part)]
+        # Never the held-out text (validation and test), nor GRPO's tasks when their references are
+        # left out of the warm start: the tasks carry their offsets.
+        parts = [smk.input.val, smk.input.test] + ([] if settings["references"] else [smk.input.train])
+        held_out = [(task.start, task.end) for part in parts for task in read_tasks(part)]
         lengths = {name: smk.params.slice[name] for name in ("min_chars", "max_chars")}  # cut as the slices are
         spans = warmstart_windows(corpus_text, held_out, {**settings, **lengths}, key="sft.windows_per_draw")
         windows = labelled_windows(spans, corpus_text)
-        log.info("%d windows of the corpus outside %d held-out slices, labelled by the rule labeler",
-                 len(windows), len(held_out))
-        if not windows:
-            log.warning("every window of the corpus overlaps a held-out slice: the warm start has the training "
-                        "references only")
-    summary = warm_start_policy(smk.input.policy, read_tasks(smk.input.train), prompts, settings,
-                                smk.output[0], device, progress, windows)
+        log.info("%d windows of the corpus outside %d %s slices, labelled by the rule labeler", len(windows),
+                 len(held_out), "held-out" if settings["references"] else "held-out and training")
+    tasks = read_tasks(smk.input.train) if settings["references"] else []
+    if not tasks and not windows:
+        raise UserError("the warm start has nothing to learn: sft.references is false and every window of the "
+                        "corpus overlaps a slice it must keep off; lower split.n_train or use a longer corpus.")
+    if not windows and settings["window_draws"] > 0:
+        log.warning("every window of the corpus overlaps a held-out slice: the warm start has the training "
+                    "references only")
+    summary = warm_start_policy(smk.input.policy, tasks, prompts, settings, smk.output[0], device, progress, windows)
     write_json(f"{smk.output[0]}/sft.json", summary)
     log.info("wrote %s: %s", smk.output[0], summary)
 

@@ -14,7 +14,7 @@ from audiobook_rl import preflight
 from audiobook_rl.config import load_config
 from audiobook_rl.corpus import read_text, slice_text
 from audiobook_rl.errors import UserError
-from audiobook_rl.startup import check_corpus, check_jobs, usable_gpus
+from audiobook_rl.startup import check_config, check_corpus, check_jobs, usable_gpus
 from helpers import REPO, STORY
 from helpers.workflow import BAD_CORPORA
 
@@ -67,6 +67,15 @@ def test_the_sft_windows_of_the_corpus_are_checked_only_when_asked_for(tmp_path)
     assert problem.startswith(f"{corpus}: can make only ")
     assert problem.endswith("but 40 were requested; use a longer text or lower sft.windows_per_draw.")
     assert check_jobs(windows, {"sft_policy"}, STORY, count=lambda: 0) == []
+
+
+def test_a_warm_start_without_references_needs_windows_of_the_corpus():
+    sft = {"epochs": 3, "references": False, "window_draws": 0}
+    [problem] = check_config({**CONFIG, "sft": {**CONFIG["sft"], **sft}})
+    assert problem == ("config key 'sft.references' is false and 'sft.window_draws' is 0: the warm start would have "
+                       "nothing to learn; set sft.window_draws (e.g. 3) or sft.references: true.")
+    assert check_config({**CONFIG, "sft": {**CONFIG["sft"], **sft, "window_draws": 2}}) == []
+    assert check_config({**CONFIG, "sft": {**CONFIG["sft"], **sft, "epochs": 0}}) == []  # no warm start at all
 
 
 def test_verl_on_a_machine_without_gpus_names_the_cpu_backend_not_a_zero(monkeypatch):

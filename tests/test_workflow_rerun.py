@@ -218,6 +218,15 @@ def test_the_sft_warm_start_runs_between_the_split_and_training_and_is_evaluated
     assert "SFT warm start" in html and 'id="sft-table"' in html and "Against the SFT warm start" in html
     # Switched off again, training starts from step_0 again: training and what follows rerun, not the warm start.
     assert planned_rules(copy, configfile=write(copy, merged())) == FROM_TRAINING
+    # Without the references, the windows alone, kept off the training slices too (GRPO's tasks are new to it).
+    apart = write(copy, merged(sft={**sft, "references": False}))
+    proc = snakemake(copy, "results/models/step_sft", "--cores", "2", "--configfile", str(apart), env=DUMMY_KEYS)
+    assert ran_rules(proc) == {"sft_policy"}
+    summary = json.loads((results / "models/step_sft/sft.json").read_text())
+    assert 0 < summary["corpus_windows"] <= 10 and summary["examples"] == 2 * summary["corpus_windows"]
+    log = (copy / "logs/sft_policy.log").read_text(encoding="utf-8")
+    assert f"{summary['corpus_windows']} windows of the corpus outside 36 held-out and training slices" in log
+    assert "(0 training excerpts and" in log
 
 
 def test_a_new_evaluated_step_adds_only_its_own_jobs(run):

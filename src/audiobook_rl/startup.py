@@ -37,7 +37,7 @@ def prompt_files(config: dict) -> dict[str, str]:
 
 def check_config(config: dict) -> list[str]:
     """What the validated config asks for and cannot have: API keys of its paid backends, prompt files,
-    evaluated steps that training does not save."""
+    evaluated steps that training does not save, a warm start with nothing to learn."""
     problems = check_keys(config)
     for key, path in prompt_files(config).items():
         if not repo_file(path).is_file():
@@ -46,6 +46,10 @@ def check_config(config: dict) -> list[str]:
         check_eval_steps(config["train"], config["eval"]["steps"])
     except UserError as err:
         problems.append(str(err))
+    sft = config["sft"]
+    if sft["epochs"] > 0 and not sft["references"] and sft["window_draws"] == 0:
+        problems.append("config key 'sft.references' is false and 'sft.window_draws' is 0: the warm start would "
+                        "have nothing to learn; set sft.window_draws (e.g. 3) or sft.references: true.")
     return problems
 
 
