@@ -2,11 +2,11 @@
 
 Each slice is sent with the prompt ``label.prompt`` (a rule input) and, as ``{{before}}``, up to
 ``label.context_chars`` characters of the novel just before it (from the start of a paragraph): the
-text that names the people an excerpt calls 那汉子 or 妇人, and says who spoke last. A reply is a valid reference only
-if it parses with the shared schema without errors and its contents cover the excerpt (text F1 of at
-least ``label.min_coverage``); otherwise the problems are shown to the model in a follow-up turn,
-up to ``label.max_attempts`` replies in all. A slice that never validates fails the stage with its
-id: a bad reference is never written silently. Every reply goes through the LLM client layer, so it
+text that names the people an excerpt calls 那汉子 or 妇人, and says who spoke last. A reply is a
+valid reference only if it parses with the shared schema without errors and its contents cover the
+excerpt (text F1 of at least ``label.min_coverage``); otherwise the problems are shown to the model
+in a follow-up turn, up to ``label.max_attempts`` replies in all. A slice that never validates fails
+the stage with its id: a bad reference is never written silently. Every reply goes through the LLM client layer, so it
 is cached: a resumed or repeated run pays only for slices it has not seen.
 """
 
@@ -23,6 +23,7 @@ from ..prompts import load_prompt
 from ..script import TONES, Segment, joined_content, parse_script, reading_text
 
 log = logging.getLogger(__name__)
+
 
 class InvalidReference(UserError):
     """A slice whose replies never made a valid reference script."""
