@@ -742,3 +742,24 @@ def test_a_quote_that_ends_the_excerpt_takes_its_tag_from_the_rest_of_the_paragr
     assert speakers_at(FILLER + excerpt + "“我几时瞒你？”武松道。\n" + FILLER, excerpt) == ["宋江"]
     # not: the excerpt ends with its paragraph, and the next paragraph is another's line
     assert speakers_at(FILLER + excerpt + "\n　　武松道：“好。”\n", excerpt + "\n") == ["宋江"]
+
+
+def test_a_descriptor_is_the_name_the_answer_to_his_line_calls_him_by():
+    names = NAMES | {"卢大牛", "钱百通", "顾大嫂"}
+    line = "　　钱百通笑了一笑。他身后那大汉瓮声瓮气地道：“东家，天不早了，该歇了。”\n"
+    excerpt = FILLER + line
+
+    def speaker(answer: str) -> str:
+        novel = FILLER * 3 + excerpt + answer + FILLER * 3
+        lexicon = Lexicon(names=set(names), text=novel)
+        start = novel.index(excerpt)
+        script = RuleLabeler(lexicon).label_text(excerpt, start=start)
+        return [s.speaker for s in script if s.speaker != NARRATOR][0]
+
+    # the answer opens by calling him: 大牛, the end of one name the text knows (卢大牛)
+    assert speaker("　　钱百通摆摆手，道：“大牛，急什么？”\n") == "卢大牛"
+    # not: how anyone is called by kin or standing (大嫂, though 顾大嫂 ends so), nor a common noun
+    assert speaker("　　钱百通摆摆手，道：“大嫂，急什么？”\n") == "大汉"
+    assert speaker("　　钱百通摆摆手，道：“酒保，再打一角酒来。”\n") == "大汉"
+    # not: someone else spoke between, so the call answers that one
+    assert speaker("　　店小二道：“客官，房已备好。”\n　　钱百通摆摆手，道：“大牛，急什么？”\n") == "大汉"

@@ -28,7 +28,7 @@ import re
 from typing import Protocol
 
 from ..corpus import HEADING
-from .subjects import COMPOUND_SURNAMES, PERSON_HEADS, STOP, SURNAMES, is_surname, strip_lead
+from .subjects import COMPOUND_SURNAMES, PERSON_HEADS, STOP, SURNAMES, common_noun, is_surname, strip_lead
 
 # Descriptor heads by kind of person; the longest head a descriptor ends with decides its kind.
 KINDS = {
@@ -139,6 +139,8 @@ _OTHER_BEFORE = re.compile("有个|有一个|认得|他|其")
 # Someone called by name in the line spoken to them (范全连忙向那女子道：“三娘拜揖。” → 那女子 is 三娘).
 _SPOKEN_TO = re.compile(f"(?:向|对|问|与)((?:那|这)(?:个)?[{_CJK}]{{0,3}}?(?:" + "|".join(_HEADS) + "))(?:[说问]?道|[说叫]|答道)$")
 _CALLING = re.compile("[，,！!。]|拜揖|万福|请|休|且")
+# How people are called by kin or standing rather than by name (大嫂, 哥哥, 娘子, 叔叔, 小子).
+_ADDRESS = re.compile("[嫂哥弟叔伯娘姐妹爷公婆兄父母子]$")
 # Two guards sent with a prisoner, and their names if the text gives them right after.
 _SENT = re.compile("差(?:两个|二)(?:防送)?公人")
 _PAIR_NAMED = re.compile(f"[^。“”]{{0,6}}?(?:[。，,]两个人)?(?:无非是|免不得是|乃是|却是|是|叫做|叫|唤做)([{_CJK}]{{2}})、([{_CJK}]{{2}})")
@@ -481,6 +483,7 @@ class Story:
             name = next((m.group() for m in names.names_in(answer) if m.end() == len(answer)), None)
             if name and is_surname(name) and not _inside(quoted, match.start()):
                 add(_key(match.group(1)), match.start(), _NAMED, name)
+        spoke: tuple[str | None, int, int] = (None, -1, -1)  # the descriptor head of the last tagged quote, where
         for match in _TAGGED_QUOTE.finditer(text):
             clause = re.split(r"[，,]", match.group(1))[-1]
             post = _POSTED.match(strip_lead(clause))
@@ -500,6 +503,17 @@ class Story:
             called = spoken_to and _called_by(match.group(2), names)
             if called and head_of(spoken_to.group(1)) and not MANY.match(spoken_to.group(1)):
                 add(_key(head_of(spoken_to.group(1))), match.end(1), _NAMED, called)  # 范全向那女子道：“三娘拜揖。”
+            # The answer to a descriptor's line that opens by calling a name names him (那大汉…道：“东家，
+            # 天不早了。”⏎钱百通摆摆手，道：“大牛，急什么？” → 大牛), when nothing was said between.
+            last_head, last_at, last_quote = spoke
+            if last_head and not head and not spoken_to and text.find("“", last_quote + 1, match.start(2) - 1) == -1:
+                answered = _called_by(match.group(2), names)
+                word = match.group(2)[: len(answered)] if answered and match.group(2).startswith(answered) else ""
+                called = word or next((match.group(2)[:k] for k in (3, 2) if answered and answered.endswith(match.group(2)[:k])), "")
+                if answered and not _ADDRESS.search(called) and not common_noun(called):  # (大嫂, 酒保: how anyone is called)
+                    add(_key(last_head), last_at, _NAMED, answered)
+            bare = head and re.search(f"(?:那|这)([{_CJK}]{{0,4}}?){head}", clause)
+            spoke = (head if bare and not MANY.match(clause[bare.start():]) else None, match.end(1), match.start(2) - 1)
 
         # New people of a kind.
         for kind, heads in KINDS.items():
