@@ -483,7 +483,7 @@ class Story:
             name = next((m.group() for m in names.names_in(answer) if m.end() == len(answer)), None)
             if name and is_surname(name) and not _inside(quoted, match.start()):
                 add(_key(match.group(1)), match.start(), _NAMED, name)
-        spoke: tuple[str | None, int, int] = (None, -1, -1)  # the descriptor head of the last tagged quote, where
+        spoke: tuple[str | None, int, int] = (None, -1, -1)  # the last tagged quote: its descriptor, tag end, quote
         for match in _TAGGED_QUOTE.finditer(text):
             clause = re.split(r"[，,]", match.group(1))[-1]
             post = _POSTED.match(strip_lead(clause))
@@ -508,12 +508,11 @@ class Story:
             last_head, last_at, last_quote = spoke
             if last_head and not head and not spoken_to and text.find("“", last_quote + 1, match.start(2) - 1) == -1:
                 answered = _called_by(match.group(2), names)
-                word = match.group(2)[: len(answered)] if answered and match.group(2).startswith(answered) else ""
-                called = word or next((match.group(2)[:k] for k in (3, 2) if answered and answered.endswith(match.group(2)[:k])), "")
-                if answered and not _ADDRESS.search(called) and not common_noun(called):  # (大嫂, 酒保: how anyone is called)
+                word = _calling_word(match.group(2), answered)
+                if answered and not _ADDRESS.search(word) and not common_noun(word):  # (大嫂, 酒保: how anyone is called)
                     add(_key(last_head), last_at, _NAMED, answered)
-            bare = head and re.search(f"(?:那|这)([{_CJK}]{{0,4}}?){head}", clause)
-            spoke = (head if bare and not MANY.match(clause[bare.start():]) else None, match.end(1), match.start(2) - 1)
+            said_by = head and re.search(f"(?:那|这)[{_CJK}]{{0,4}}?{head}", clause)
+            spoke = (head if said_by and not MANY.match(said_by.group()) else None, match.end(1), match.start(2) - 1)
 
         # New people of a kind.
         for kind, heads in KINDS.items():
@@ -659,6 +658,13 @@ def _called_by(content: str, names: Names) -> str | None:
     if "、" in name or is_descriptor(name, names):
         return None
     return name if _CALLING.match(content, len(name)) else None
+
+
+def _calling_word(content: str, name: str | None) -> str:
+    """The word ``content`` opens with to call ``name`` (大牛 for 卢大牛); "" for none."""
+    if not name:
+        return ""
+    return name if content.startswith(name) else next((content[:k] for k in (3, 2) if name.endswith(content[:k])), "")
 
 
 def _apposed(rest: str, names: Names) -> str | None:
