@@ -421,3 +421,21 @@ def test_a_run_whose_episodes_all_score_the_maximum_is_saturated_not_collapsed(t
     # The same sameness below the maximum is a collapse, as before.
     flat = [dict(m, train_reward=0.5) if m["step"] >= 4 else m for m in metrics]
     assert collapse(flat, 3) == (6, "every task's episodes got the same reward") and saturation(flat, 3) is None
+
+
+def test_a_verl_run_is_read_for_collapse_by_the_range_of_its_advantages(tmp_path):
+    # verl logs no spread of the rewards, but GRPO's advantages are all 0 where every task's rollouts
+    # tie: the same verdicts from its metrics rows (training.verl.metrics names them).
+    from audiobook_rl.training.collapse import collapse, saturation
+
+    def verl_rows(reward, spread):
+        return [{k: v for k, v in m.items() if k not in ("train_json_valid", "train_reward_group_std")}
+                | ({"train_reward": reward, "advantage_max": spread, "advantage_min": -spread} if m["step"] >= 4 else {})
+                for m in fx.metrics_rows(True)]
+
+    tied = verl_rows(0.5, 0.0)
+    assert collapse(tied, 3) == (6, "every task's episodes got the same reward")
+    assert "Training collapsed: by step 6, for 3 steps in a row, every task&#39;s episodes got the same reward" in render(
+        fx.write_run(tmp_path / "tied", metrics=tied))
+    assert collapse(verl_rows(1.0, 0.0), 3) is None and saturation(verl_rows(1.0, 0.0), 3) == 6
+    assert collapse(verl_rows(0.5, 1.3), 3) is None  # advantages that differ: a signal

@@ -42,8 +42,8 @@ def backend(monkeypatch, tmp_path_factory):
     started = []
     monkeypatch.setattr(verl_backend, "start_local_ray", lambda: started.append(True))
 
-    def use(kill_at=None):
-        fake = FakeAgentLightning(kill_at)
+    def use(kill_at=None, step_metrics=None):
+        fake = FakeAgentLightning(kill_at, step_metrics)
         fake.ray_started = started
         monkeypatch.setattr(verl_backend, "_agentlightning", lambda: fake)
         return fake
@@ -309,3 +309,61 @@ def test_a_checkpoint_write_is_no_part_of_any_steps_seconds(tmp_path, backend, m
     # steps 2, 4 and 6 are saved: neither they nor the steps after them take the write's time
     assert all(seconds[s] < WRITE_S for s in (2, 3, 4, 5, 6)), seconds
 
+
+
+def tied(reward: float):
+    """A step's metrics where every task's rollouts got ``reward``: GRPO's advantages are all 0."""
+    return lambda step: {"training/reward": reward, "critic/advantages/max_after_processing": 0.0,
+                         "critic/advantages/min_after_processing": 0.0}
+
+
+def test_a_run_whose_steps_carry_no_signal_stops_with_one_sentence(tmp_path, backend):
+    out = tmp_path / "train"
+    fake = backend(step_metrics=tied(0.4))
+    with pytest.raises(UserError) as stopped:
+        run(out, train={**TRAIN, "collapse_patience": 2})
+    assert str(stopped.value).startswith(
+        "training collapsed at step 2 of 6: for 2 steps in a row every task's episodes got the same reward, so GRPO "
+        "had nothing to learn from; lower train.rollout.temperature")
+    assert f"the per-step record so far are kept in {out.resolve()}" in str(stopped.value)
+    assert [s for s, _ in fake.fits[0].trained] == [1, 2]  # stopped in verl's loop, not after the last step
+    assert recorded_steps(out / "steps.jsonl") == [0, 1, 2]
+    assert (out / "checkpoints" / "global_step_2").is_dir()  # the step's checkpoint (save_freq 2) is made first
+
+
+def test_the_guard_lets_a_saturated_run_or_one_with_signal_train_on(tmp_path, backend):
+    # every rollout at the judge's maximum: the tasks are learned, not collapsed
+    saturated = backend(step_metrics=tied(1.0))
+    run(tmp_path / "a", train={**TRAIN, "collapse_patience": 2})
+    assert [s for s, _ in saturated.fits[0].trained] == [1, 2, 3, 4, 5, 6]
+    # advantages that differ: a signal
+    signal = backend(step_metrics=lambda step: {"critic/advantages/max_after_processing": 1.2,
+                                                "critic/advantages/min_after_processing": -0.8})
+    metrics, _ = run(tmp_path / "b", train={**TRAIN, "collapse_patience": 2})
+    assert [s for s, _ in signal.fits[0].trained] == [1, 2, 3, 4, 5, 6]
+    assert metrics[1]["advantage_max"] == 1.2 and metrics[1]["advantage_min"] == -0.8
+    # patience 0: never stopped
+    off = backend(step_metrics=tied(0.4))
+    run(tmp_path / "c", train={**TRAIN, "collapse_patience": 0})
+    assert [s for s, _ in off.fits[0].trained] == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_sentence_comes_also_where_the_loop_ends_without_passing_the_error_on(tmp_path, backend, monkeypatch):
+    fake = backend(step_metrics=tied(0.4))
+    make = fake.Trainer
+
+    def swallowing(*args, **kwargs):
+        inner = make(*args, **kwargs)
+
+        class Quiet:
+            def fit(self, *a, **k):
+                try:
+                    inner.fit(*a, **k)
+                except Exception:
+                    pass
+
+        return Quiet()
+
+    monkeypatch.setattr(fake, "Trainer", swallowing)
+    with pytest.raises(UserError, match="training collapsed at step 2 of 6"):
+        run(tmp_path / "train", train={**TRAIN, "collapse_patience": 2})

@@ -55,7 +55,8 @@ class StubDaemon:
 class LoopStubs:
     """What stands in for the GPU work, before the trainer class in the loop's bases."""
 
-    def __init__(self, config, train_rows: list[dict], val_rows: list[dict], kill_at: int | None = None):
+    def __init__(self, config, train_rows: list[dict], val_rows: list[dict], kill_at: int | None = None,
+                 step_metrics=None):
         # Not AgentLightningTrainer.__init__: that builds Ray worker groups on GPUs.
         self.config = config
         self.tokenizer = SimpleNamespace(pad_token_id=0)
@@ -67,6 +68,7 @@ class LoopStubs:
         self.use_critic = False
         self.actor_rollout_wg = StubWorkers()
         self.kill_at = kill_at
+        self.step_metrics = step_metrics  # step -> more of the step's metrics (the rewards' and advantages')
         self.trained: list[tuple[int, list[str]]] = []  # (step, row ids)
         train = LoadedDataset(train_rows)
         self._create_dataloader(train, LoadedDataset(val_rows), collate_fn, create_rl_sampler(config.data, train))
@@ -78,7 +80,8 @@ class LoopStubs:
         ids = [str(i) for i in np.asarray(batch_dict["row_id"]).tolist()]
         self.trained.append((self.global_steps, ids))
         # verl's step time, as Agent Lightning's _train_step measures it: the step without validation
-        return {"training/reward": 0.01 * self.global_steps, "timing_s/step": time.monotonic() - started}
+        metrics = {"training/reward": 0.01 * self.global_steps, "timing_s/step": time.monotonic() - started}
+        return {**metrics, **(self.step_metrics(self.global_steps) if self.step_metrics else {})}
 
     def _validate(self) -> dict:
         time.sleep(VALIDATE_S)
@@ -101,8 +104,9 @@ def rows(n: int, prefix: str = "r") -> list[dict]:
 class FakeAgentLightning:
     """What ``training.verl.backend`` uses of the agentlightning module, running the loop trainer."""
 
-    def __init__(self, kill_at: int | None = None):
+    def __init__(self, kill_at: int | None = None, step_metrics=None):
         self.kill_at = kill_at
+        self.step_metrics = step_metrics
         self.fits: list = []  # the loop trainers that ran
         self.trainer_classes: list = []
         self.daemon_classes: list = []
@@ -125,7 +129,8 @@ class FakeAgentLightning:
 
         class _Trainer:
             def fit(self, agent, train_rows, val_dataset=None):
-                loop = loop_trainer(algorithm.trainer_cls)(algorithm.config, train_rows, val_dataset, kill_at=fake.kill_at)
+                loop = loop_trainer(algorithm.trainer_cls)(algorithm.config, train_rows, val_dataset, kill_at=fake.kill_at,
+                                                           step_metrics=fake.step_metrics)
                 fake.fits.append(loop)
                 try:
                     loop.fit()

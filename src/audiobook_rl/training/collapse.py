@@ -20,9 +20,20 @@ ADVICE = (
 SATURATED = 0.999  # a mean training reward this high, with no spread, is the judge's maximum
 
 
+def no_spread(record: dict) -> bool:
+    """Whether every task's episodes got the same reward in the step: the local backend logs the
+    spread itself (``train_reward_group_std``), verl the range of the advantages, which GRPO makes 0
+    for a task whose episodes tie (``advantage_max``, ``advantage_min``)."""
+    if "train_reward_group_std" in record:
+        return record["train_reward_group_std"] == 0
+    if "advantage_max" in record and "advantage_min" in record:
+        return abs(record["advantage_max"]) < 1e-6 and abs(record["advantage_min"]) < 1e-6
+    return False
+
+
 def saturated_step(record: dict) -> bool:
     """Whether every episode of the step scored the judge's maximum (the tasks are learned)."""
-    return record.get("train_reward_group_std") == 0 and record.get("train_reward", 0.0) >= SATURATED
+    return no_spread(record) and record.get("train_reward", 0.0) >= SATURATED
 
 
 def dead_step(record: dict) -> str | None:
@@ -30,7 +41,7 @@ def dead_step(record: dict) -> str | None:
     if it carries none because every episode scored the maximum: see :func:`saturated_step`)."""
     if record.get("train_json_valid") == 0:
         return "no sampled final script was valid JSON"
-    if record.get("train_reward_group_std") == 0 and not saturated_step(record):
+    if no_spread(record) and not saturated_step(record):
         return "every task's episodes got the same reward"
     return None
 

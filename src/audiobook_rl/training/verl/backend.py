@@ -25,11 +25,13 @@ import socket
 from pathlib import Path
 
 from ... import gpus
+from ...errors import UserError
 from ...files import write_json, write_jsonl
 from ...preflight import VERL_GPUS_FIX, check_training, require
 from ...steps import best_step
 from .. import TrainingJob
 from ..checkpoints import same_run, start_run
+from ..collapse import ADVICE, collapse
 from .config import build_verl_config, check_verl_config, max_model_len
 from .environment import hand_env_to_ray, training_env
 from .metrics import keep_steps, read_record
@@ -150,7 +152,7 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
                  checkpoints, resume_from)
     else:
         keep_steps(record, up_to=resume_from)
-        env = training_env(record, train["seed"] if train["reward"]["shuffle"] else None)
+        env = training_env(record, train["seed"] if train["reward"]["shuffle"] else None, train["collapse_patience"])
         os.environ.update(env)  # before anything imports litellm
         hand_env_to_ray(env)
         if uses_local_ray(train):
@@ -164,10 +166,29 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
                  len(train_rows), len(val_rows), resume_from + 1, train["total_steps"], n_runners, record)
         algorithm = agl.VERL(overrides, trainer_cls=SeedTrainer, daemon_cls=RewardedGroupsDaemon)
         trainer = make_trainer(agl, algorithm, n_runners)
-        trainer.fit(agent, train_rows, val_dataset=val_rows)
+        try:
+            trainer.fit(agent, train_rows, val_dataset=val_rows)
+        except Exception as error:  # from the trainer actor, wrapped by Ray: the record says what happened
+            stop_if_collapsed(record, train, out_dir, error)
+            raise
+        stop_if_collapsed(record, train, out_dir)  # (a loop that ended early without passing the error on)
 
     rows = read_record(record)
     return rows, {**summarize(rows, checkpoints, train["total_steps"]), "reward_shuffled": train["reward"]["shuffle"]}
+
+
+def stop_if_collapsed(record: Path, train: dict, out_dir: Path, error: Exception | None = None) -> None:
+    """One sentence (:class:`UserError`) when the trainer's collapse guard ended the run: its record
+    ends, before the last step, with ``train.collapse_patience`` steps in a row without a signal."""
+    rows = read_record(record)
+    collapsed = collapse(rows, train["collapse_patience"])
+    if collapsed is None or collapsed[0] >= train["total_steps"] or rows[-1]["step"] != collapsed[0]:
+        return
+    raise UserError(
+        f"training collapsed at step {collapsed[0]} of {train['total_steps']}: for {train['collapse_patience']} steps "
+        f"in a row {collapsed[1]}, so GRPO had nothing to learn from; {ADVICE} (the checkpoints and the per-step "
+        f"record so far are kept in {out_dir})."
+    ) from error
 
 
 def make_trainer(agl, algorithm, n_runners: int):

@@ -17,16 +17,20 @@ from pathlib import Path
 SHUFFLE_SEED = "AUDIOBOOK_RL_REWARD_SHUFFLE_SEED"
 # The path of the training's own per-step record, written by the trainer (.trainer) in verl's trainer actor.
 STEP_RECORD = "AUDIOBOOK_RL_STEP_RECORD"
+# train.collapse_patience, read by the trainer (.trainer): it stops a run whose steps carry no signal.
+COLLAPSE_PATIENCE = "AUDIOBOOK_RL_COLLAPSE_PATIENCE"
 
 
-def training_env(step_record: str | Path, shuffle_seed: int | None = None) -> dict[str, str]:
+def training_env(step_record: str | Path, shuffle_seed: int | None = None, collapse_patience: int = 0) -> dict[str, str]:
     """Environment variables of the training process (Ray actors and runners inherit them):
     ``step_record`` is where the trainer writes its per-step record (:mod:`.metrics`);
-    ``shuffle_seed`` (train.seed, when train.reward.shuffle is on) switches the daemon's control on."""
+    ``shuffle_seed`` (train.seed, when train.reward.shuffle is on) switches the daemon's control on;
+    ``collapse_patience`` (train.collapse_patience; 0 = never) is the trainer's collapse guard."""
     shuffle = {} if shuffle_seed is None else {SHUFFLE_SEED: str(shuffle_seed)}
     return {
         **shuffle,
         STEP_RECORD: str(Path(step_record).resolve()),
+        COLLAPSE_PATIENCE: str(int(collapse_patience)),
         # litellm (Agent Lightning's LLM proxy) otherwise downloads a price list at import time.
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "HYDRA_FULL_ERROR": "1",

@@ -52,6 +52,9 @@ _EXTRA = {
     # 1 when the step's rewards were permuted across its rollouts (train.reward.shuffle)
     "reward_shuffled": "training/reward_shuffled",
     "epoch": "training/epoch",
+    # the range of the step's GRPO advantages: both 0 when every task's rollouts got the same reward
+    "advantage_max": "critic/advantages/max_after_processing",
+    "advantage_min": "critic/advantages/min_after_processing",
 }
 # In every metrics dict of Agent Lightning's training loop, and in none of its validation before the loop.
 TRAINING_STEP = "training/global_step"

@@ -44,8 +44,13 @@ import torch
 from agentlightning.verl.trainer import AgentLightningTrainer
 from verl import DataProto
 
-from .environment import STEP_RECORD
-from .metrics import StepRecord
+from ..collapse import collapse
+from .environment import COLLAPSE_PATIENCE, STEP_RECORD
+from .metrics import StepRecord, read_record
+
+
+class TrainingCollapsed(RuntimeError):
+    """Raised in verl's trainer actor to end a run whose steps carry no learning signal."""
 
 
 class SeedTrainer(AgentLightningTrainer):
@@ -67,8 +72,14 @@ class SeedTrainer(AgentLightningTrainer):
 
     def fit(self):
         record = StepRecord(os.environ[STEP_RECORD])
+        patience = int(os.environ.get(COLLAPSE_PATIENCE) or 0)
         self._checkpoint_due = None  # False outside fit: a save is made when asked
-        with _recording(record, after_log=lambda: self._save_due_checkpoint(record)):
+
+        def after_log():
+            self._save_due_checkpoint(record)
+            self._stop_if_collapsed(record, patience)
+
+        with _recording(record, after_log=after_log):
             self._checkpoint_due = False
             try:
                 return super().fit()
@@ -79,6 +90,14 @@ class SeedTrainer(AgentLightningTrainer):
         if getattr(self, "_checkpoint_due", None) is None:
             return super()._save_checkpoint()
         self._checkpoint_due = True  # made once the step is logged (see the module's docstring)
+
+    def _stop_if_collapsed(self, record: StepRecord, patience: int) -> None:
+        """End the run (:class:`TrainingCollapsed`) once ``patience`` logged steps in a row carried no
+        learning signal (:func:`...collapse.collapse`, the local backend's rule), before the last step;
+        the backend reads the record and says so in one sentence."""
+        found = collapse(read_record(record.path), patience)
+        if found and found[0] == self.global_steps and self.global_steps < self.total_training_steps:
+            raise TrainingCollapsed(f"training collapsed at step {found[0]}: {found[1]}")
 
     def _save_due_checkpoint(self, record: StepRecord) -> None:
         if self._checkpoint_due:
