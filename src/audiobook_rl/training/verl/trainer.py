@@ -32,6 +32,12 @@ it logs the step's metrics: a run killed between the two resumes after a step wh
 were never written (the resumed run validates that step again, so its line would hold the validation
 alone). Within ``fit`` the save waits until the step is logged, and is made right after: a run killed
 before it resumes from the checkpoint before and redoes the step, whose line the resume drops.
+
+**The collapse guard.** After each logged step (and its due checkpoint) the record is read with the
+local backend's rule (:func:`...collapse.collapse`, ``train.collapse_patience`` from the
+environment): verl's rows tell a step whose tasks' rollouts all tied by its advantages, all 0. A
+run that has gone that many steps without a signal before its last step ends with
+:class:`TrainingCollapsed`; the backend reads the record and says so in one sentence.
 """
 
 from __future__ import annotations
