@@ -116,3 +116,34 @@ def test_the_command_line_says_a_full_disk_in_one_sentence_too(tmp_path, monkeyp
     monkeypatch.setattr(gguf, "assemble", broken)
     with pytest.raises(RuntimeError):
         main(["assemble-qwen", str(tmp_path / "models" / "qwen")])
+
+
+BEFORE = "那清河县里有一个大户人家，有个使女，小名唤做潘金莲，年方二十余岁。\n潘金莲道：“奴家知道了。”\n"
+EXCERPT = "那妇人道：“叔叔万福。”"
+
+
+def test_label_reads_the_text_before_the_excerpt_when_given(tmp_path, capsys):
+    excerpt, before = tmp_path / "excerpt.txt", tmp_path / "before.txt"
+    excerpt.write_text(EXCERPT, encoding="utf-8")
+    before.write_text(BEFORE, encoding="utf-8")
+
+    def speakers(*extra) -> list[str]:
+        assert main(["label", *extra, str(excerpt)]) == 0
+        return [s["speaker"] for s in json.loads(capsys.readouterr().out) if s["speaker"] != "旁白"]
+
+    assert speakers() == ["妇人"]  # the excerpt alone names nobody
+    assert speakers("--before", str(before)) == ["潘金莲"]  # the woman the text before it named
+    assert main(["label", "--before", str(tmp_path / "missing.txt"), str(excerpt)]) == 1
+    assert capsys.readouterr().err.strip() == f"audiobook-rl: error: {tmp_path / 'missing.txt'}: no such file (the text before the excerpt)."
+
+
+def test_label_with_claude_sends_the_text_before_the_excerpt(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cli-0123456789")
+    excerpt, before = tmp_path / "excerpt.txt", tmp_path / "before.txt"
+    excerpt.write_text(EXCERPT, encoding="utf-8")
+    before.write_text(BEFORE, encoding="utf-8")
+    with Loopback(lambda kind, body, n: Reply(body=anthropic_message(valid_label_reply(body)))) as server:
+        config = overlay(tmp_path, llm={"base_url": {"anthropic": server.url}, "cache_dir": str(tmp_path / "cache")})
+        assert main(["label", "--backend", "claude", "--config", config, "--before", str(before), str(excerpt)]) == 0
+    content = server.requests[0]["body"]["messages"][0]["content"]
+    assert f"<before>\n{BEFORE}\n</before>\n<excerpt>\n{EXCERPT}\n</excerpt>" in content

