@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     label = sub.add_parser("label", help="print the audiobook script JSON of one excerpt")
     label.add_argument("file", nargs="?", default="-", help="UTF-8/GBK text file, or - for stdin (default)")
     label.add_argument("--backend", help="labeling backend: rules | claude (default: label.backend of the config)")
-    label.add_argument("--before", metavar="FILE", help="UTF-8 text that comes just before the excerpt in the novel "
+    label.add_argument("--before", metavar="FILE", help="UTF-8/GBK text that comes just before the excerpt in the novel "
                        "(who is who, who spoke last); the excerpt starts a new paragraph after it")
     label.add_argument("--config", action="append", default=[], metavar="FILE", help="config overlay (repeatable)")
     label.add_argument("--compact", action="store_true", help="print the JSON on one line")
