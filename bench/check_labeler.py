@@ -141,7 +141,9 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
     from audiobook_rl.script import joined_content, reading_text
 
     doc, slices = read_set(args.set, text)
-    strict = labeler.backend == "rules"  # the rules' scripts always keep the quotes as the text has them
+    # A labeler whose excerpts can fail one by one (a model) is measured on what it gives; the rules'
+    # scripts always keep the quotes as the text has them, so a mismatch there is a broken set.
+    strict = not hasattr(labeler, "try_label")
     started = time.perf_counter()
     scripts = getattr(labeler, "try_label", labeler.label)(slices)
     label_s = time.perf_counter() - started
@@ -239,7 +241,7 @@ def main() -> None:
             score_set(args, text, lexicon, labeler, lexicon_s)
         else:
             draw(args, text, lexicon, labeler, lexicon_s)
-    if args.backend != "rules":
+    if backends.get("label", args.backend).provider:  # a paid backend: what the measurement cost
         usage = session.usage.summary()
         cost = "unknown (no price for the model in llm.prices_per_mtok)" if usage["cost_usd"] is None else f"{usage['cost_usd']:.2f} USD"
         print(f"{usage['requests_sent']} requests sent, {usage['cache_hits']} from the cache; "

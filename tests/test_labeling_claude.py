@@ -34,6 +34,13 @@ def valid(kind, body, n) -> Reply:
     return Reply(body=anthropic_message(valid_label_reply(body)))
 
 
+def refuses_the_second(kind, body, n) -> Reply:
+    """Valid replies, except for the second slice (第2回), which never gets a script."""
+    if "第2回" in body["messages"][0]["content"]:
+        return Reply(body=anthropic_message("抱歉，我不能完成。"))
+    return valid(kind, body, n)
+
+
 def test_labels_record_backend_model_and_prompt_hash(tmp_path):
     items = slices(3)
     with Loopback(valid) as server:
@@ -79,12 +86,7 @@ def test_reply_that_drops_text_is_not_a_reference(tmp_path):
 def test_reply_that_never_validates_fails_the_stage_naming_the_slice(tmp_path):
     items = slices(3)
 
-    def respond(kind, body, n):
-        if "第2回" in body["messages"][0]["content"]:
-            return Reply(body=anthropic_message("抱歉，我不能完成。"))
-        return valid(kind, body, n)
-
-    with Loopback(respond) as server:
+    with Loopback(refuses_the_second) as server:
         with llm.session(llm_settings(server, tmp_path, concurrency=1)):
             with pytest.raises(UserError, match=r"slice s001: claude-opus-test gave no valid reference script in 3"):
                 ClaudeLabeler(LABEL).label(items)
@@ -220,12 +222,7 @@ def test_a_prompt_without_the_before_placeholder_is_warned_about(tmp_path, caplo
 
 
 def test_try_label_keeps_the_other_slices_when_one_never_validates(tmp_path):
-    def respond(kind, body, n):
-        if "第2回" in body["messages"][0]["content"]:
-            return Reply(body=anthropic_message("抱歉，我不能完成。"))
-        return valid(kind, body, n)
-
-    with Loopback(respond) as server:
+    with Loopback(refuses_the_second) as server:
         with llm.session(llm_settings(server, tmp_path, concurrency=1)):
             scripts = ClaudeLabeler(LABEL).try_label(slices(3))
     assert scripts[1] is None and scripts[0] and scripts[2]

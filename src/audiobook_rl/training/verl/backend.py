@@ -169,18 +169,17 @@ def run_verl(train: dict, agent, train_rows: list[dict], val_rows: list[dict], *
         try:
             trainer.fit(agent, train_rows, val_dataset=val_rows)
         except Exception as error:  # from the trainer actor, wrapped by Ray: the record says what happened
-            stop_if_collapsed(record, train, out_dir, error)
+            stop_if_collapsed(read_record(record), train, out_dir, error)
             raise
-        stop_if_collapsed(record, train, out_dir)  # (a loop that ended early without passing the error on)
 
     rows = read_record(record)
+    stop_if_collapsed(rows, train, out_dir)  # (also a loop that ended early without passing the error on)
     return rows, {**summarize(rows, checkpoints, train["total_steps"]), "reward_shuffled": train["reward"]["shuffle"]}
 
 
-def stop_if_collapsed(record: Path, train: dict, out_dir: Path, error: Exception | None = None) -> None:
+def stop_if_collapsed(rows: list[dict], train: dict, out_dir: Path, error: Exception | None = None) -> None:
     """One sentence (:class:`UserError`) when the trainer's collapse guard ended the run: its record
-    ends, before the last step, with ``train.collapse_patience`` steps in a row without a signal."""
-    rows = read_record(record)
+    (``rows``) ends, before the last step, with ``train.collapse_patience`` steps in a row without a signal."""
     collapsed = collapse(rows, train["collapse_patience"])
     if collapsed is None or collapsed[0] >= train["total_steps"] or rows[-1]["step"] != collapsed[0]:
         return
