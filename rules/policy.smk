@@ -18,6 +18,7 @@ rule build_policy:
         runtime=config["resources"]["build_policy"]["runtime"],
     params:
         policy=config["policy"],
+        context_chars=config["agent"]["context_chars"],
     script:
         "../scripts/build_policy.py"
 
@@ -48,5 +49,6 @@ rule sft_policy:
     params:
         sft=config["sft"],
         slice=config["slice"],
+        context_chars=config["agent"]["context_chars"],
     script:
         "../scripts/sft_policy.py"

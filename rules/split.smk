@@ -1,6 +1,7 @@
 rule split_dataset:
     input:
         labels=f"{RESULTS}/labels.jsonl",
+        corpus=CORPUS,
         create_prompt=agent_prompt("create"),
         code=code("split_dataset"),
     output:
@@ -14,5 +15,6 @@ rule split_dataset:
         "../envs/pipeline.yaml"
     params:
         split=config["split"],
+        context_chars=config["agent"]["context_chars"],
     script:
         "../scripts/split_dataset.py"

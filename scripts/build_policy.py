@@ -24,7 +24,8 @@ def main(smk):
     # The warm start stays off the held-out text (validation and test): the tasks carry their offsets.
     held_out = [(task.start, task.end) for part in (smk.input.val, smk.input.test) for task in read_tasks(part)]
     prompts = AgentPrompts.load(smk.input.create_prompt, smk.input.rewrite_prompt)
-    summary = build_policy(corpus_text, held_out, prompts, smk.params.policy, smk.output[0])
+    summary = build_policy(corpus_text, held_out, prompts, smk.params.policy, smk.output[0],
+                           context_chars=smk.params.context_chars)
     log.info("wrote %s: %s", smk.output[0], summary)
 
 

@@ -40,7 +40,7 @@ def main(smk):
         held_out = [(task.start, task.end) for part in parts for task in read_tasks(part)]
         lengths = {name: smk.params.slice[name] for name in ("min_chars", "max_chars")}  # cut as the slices are
         spans = warmstart_windows(corpus_text, held_out, {**settings, **lengths}, key="sft.windows_per_draw")
-        windows = labelled_windows(spans, corpus_text)
+        windows = labelled_windows(spans, corpus_text, smk.params.context_chars)
         log.info("%d windows of the corpus outside %d %s slices, labelled by the rule labeler", len(windows),
                  len(held_out), "held-out" if settings["references"] else "held-out and training")
     tasks = read_tasks(smk.input.train) if settings["references"] else []

@@ -154,3 +154,15 @@ def test_counting_a_long_book_reads_only_as_far_as_it_needs(story):
 def test_chapter_headings_are_not_part_of_slices(story):
     for s in slice_text(story, **SETTINGS):
         assert "第" not in s.text.split("\n")[0][:2] or "回" not in s.text.split("\n")[0][:6]
+
+
+def test_the_text_before_an_excerpt_starts_at_a_paragraph_and_stays_in_the_scene_when_asked():
+    from audiobook_rl.corpus import text_before
+
+    novel = "第一回　雪夜\n　　老邓点起灯。\n\n　　＊　＊　＊\n\n　　第二天一早，钱百通上路了。\n　　那汉子道：“走吧。”"
+    start = novel.index("　　那汉子")
+    text = novel[start:]
+    assert text_before(novel, start, text, 200) == novel[:start]  # the whole novel before it, heading included
+    assert text_before(novel, start, text, 200, scene=True) == "\n　　第二天一早，钱百通上路了。\n".lstrip("\n")
+    assert text_before(novel, start, text, 20) == "　　第二天一早，钱百通上路了。\n"  # from the paragraph that starts in it
+    assert text_before(novel, start, text, 0) == "" and text_before(novel, start + 1, text, 200) == ""

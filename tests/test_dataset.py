@@ -87,3 +87,32 @@ def test_too_few_labels_name_the_keys(prompt):
     with pytest.raises(UserError, match="'split.n_train' \\+ 'split.n_val' \\+ 'split.n_test' ask for 30 rows but only "
                        "20 labelled slices exist; raise 'slice.n_slices' to 30"):
         split_rows(labels(20), {**SETTINGS, "n_test": 10}, prompt)
+
+
+NOVEL = "第一回　山路\n　　卖酒的王五正在擦桌子，李六走进店里。\n　　那汉子抬起头，笑道：“今日好热！”李六答道：“是啊。”\n"
+
+
+def test_with_context_chars_each_row_carries_the_novel_before_its_excerpt_into_the_prompt():
+    # The agent may read who 那汉子 is (王五) in the text before the excerpt: the row keeps that text,
+    # from the first paragraph that starts in the window, and the context prompt shows it.
+    start = NOVEL.index("　　那汉子")
+    excerpt = NOVEL[start:].rstrip("\n")
+    label = {"id": "s000", "text": excerpt, "start": start, "end": start + len(excerpt), "script": SCRIPT, "aliases": {}}
+    settings = {**SETTINGS, "n_train": 1, "n_val": 0}
+    context = load_prompt(REPO / "config" / "prompts" / "create_context.md")
+    row = split_rows([label], settings, context, NOVEL, 25)["train"][0]
+    before = "　　卖酒的王五正在擦桌子，李六走进店里。\n"
+    assert row["extra_info"]["before"] == before  # (not from the chapter heading, which starts mid-window)
+    user = row["prompt"][1]["content"]
+    assert before.strip() in user and user.index(before.strip()) < user.index(excerpt.strip())
+    assert Task.from_row(row).before == before
+    # 0 characters, or a slice that is not the novel's text there: nothing before it.
+    assert split_rows([label], settings, context, NOVEL, 0)["train"][0]["extra_info"]["before"] == ""
+    moved = {**label, "start": start + 1}
+    assert split_rows([moved], settings, context, NOVEL, 25)["train"][0]["extra_info"]["before"] == ""
+
+
+def test_rows_written_before_the_before_column_read_as_no_context(prompt):
+    row = split_rows(labels(), SETTINGS, prompt)["train"][0]
+    del row["extra_info"]["before"]
+    assert Task.from_row(row).before == ""

@@ -177,3 +177,34 @@ def test_the_generate_job_ends_its_vllm_engine_before_it_frees_its_gpu(tmp_path,
         job.wait()
         if engine is not None and alive(engine):
             os.kill(engine, signal.SIGKILL)
+
+
+class Recorder:
+    """A chat client that answers every call with an empty script and keeps the messages it was sent."""
+
+    def __init__(self):
+        self.sent = []
+
+    def chat(self, messages, **sampling):
+        from audiobook_rl.agent.episode import Reply
+
+        self.sent.append(messages)
+        return Reply("[]")
+
+
+def test_the_agent_shows_both_roles_the_text_before_the_excerpt_only_through_a_context_prompt():
+    from audiobook_rl.agent.episode import AgentPrompts, run_episodes
+    from helpers import REPO
+
+    task = Task("s1", "那汉子笑道：“今日好热！”", [], {}, before="卖酒的钱百通正在擦桌子。\n")
+    context = AgentPrompts.load(REPO / "config/prompts/create_context.md", REPO / "config/prompts/rewrite_context.md")
+    assert context.reads_before and not prompts().reads_before
+    client = Recorder()
+    run_episodes([task], client, context, temperature=0.0, max_tokens=8)
+    assert len(client.sent) == 2  # create, then rewrite
+    for messages in client.sent:
+        user = messages[1]["content"]
+        assert "卖酒的钱百通正在擦桌子。" in user and user.index("钱百通") < user.index("那汉子笑道")
+    plain = Recorder()
+    run_episodes([task], plain, prompts(), temperature=0.0, max_tokens=8)
+    assert not any("钱百通" in m["content"] for messages in plain.sent for m in messages)

@@ -51,3 +51,23 @@ def test_warm_start_windows_avoid_the_validation_slices():
     assert len(windows) > 30
     assert not any(a < vb and va < b for a, b, _ in windows for va, vb in val)
     assert all(text[a:b] == t for a, b, t in windows)
+
+
+def test_warm_start_examples_show_each_window_with_the_text_before_it_as_the_tasks_are(policy_dir):
+    from audiobook_rl.agent.episode import AgentPrompts
+    from audiobook_rl.policy.model import load_policy
+    from audiobook_rl.policy.warmstart import labelled_windows, script_examples
+    from helpers import REPO
+
+    text, _ = read_text(STORY)
+    windows = warmstart_windows(text, [], {"windows_per_draw": 4, "window_draws": 1, "min_chars": 100, "max_chars": 200, "seed": 1})
+    triples = labelled_windows(windows, text, 200)
+    for (start, _, window), (same, script, before) in zip(windows, triples):
+        assert same == window and script and 0 < len(before) <= 200 and text[start - len(before) : start] == before
+    assert all(before == "" for _, _, before in labelled_windows(windows, text))
+    _, tok = load_policy(policy_dir)
+    context = AgentPrompts.load(REPO / "config/prompts/create_context.md", REPO / "config/prompts/rewrite_context.md")
+    examples = script_examples(triples[:1], context, tok, seed=1)
+    assert len(examples) == 2  # create and rewrite
+    for prompt, _ in examples:
+        assert triples[0][2].strip() in tok.decode(prompt)

@@ -78,6 +78,20 @@ def test_a_warm_start_without_references_needs_windows_of_the_corpus():
     assert check_config({**CONFIG, "sft": {**CONFIG["sft"], **sft, "epochs": 0}}) == []  # no warm start at all
 
 
+def test_the_text_before_each_excerpt_needs_prompts_that_show_it_and_the_reverse():
+    context = {"create_prompt": "config/prompts/create_context.md", "rewrite_prompt": "config/prompts/rewrite_context.md"}
+    with_context = {**CONFIG, "agent": {**CONFIG["agent"], **context, "context_chars": 600}}
+    assert check_config(with_context) == []
+    [problem] = check_config({**CONFIG, "agent": {**CONFIG["agent"], "context_chars": 600}})
+    assert problem.startswith("config key 'agent.context_chars' is 600 but neither config/prompts/create.md nor "
+                              "config/prompts/rewrite.md has a {{before}} placeholder")
+    [problem] = check_config({**CONFIG, "agent": {**CONFIG["agent"], **context}})
+    assert problem.startswith("config/prompts/create_context.md and config/prompts/rewrite_context.md show the text "
+                              "before each excerpt ({{before}}) but config key 'agent.context_chars' is 0")
+    one = {**CONFIG["agent"], "create_prompt": context["create_prompt"], "context_chars": 600}
+    assert check_config({**CONFIG, "agent": one}) == []  # (the rewrite role may go without it)
+
+
 def test_verl_on_a_machine_without_gpus_names_the_cpu_backend_not_a_zero(monkeypatch):
     monkeypatch.setattr(preflight, "installed", lambda name: None)  # the GPU stack missing, whatever is installed
     verl = {**CONFIG, "train": {**CONFIG["train"], "backend": "verl"}}

@@ -291,5 +291,25 @@ def _window_at(
     return start, end
 
 
+def text_before(novel: str, start: int, text: str, chars: int, scene: bool = False) -> str:
+    """The novel's text just before ``text``, which starts at ``start`` in it: ``chars`` characters
+    back, from the first paragraph that starts in them (not from the middle of a sentence), and with
+    ``scene`` not past a scene break or chapter heading (people of another scene are no help); ""
+    when ``chars`` is 0 or ``text`` is not the novel's at ``start`` (a slice cut from another copy)."""
+    if not chars or novel[start : start + len(text)] != text:
+        return ""
+    begin = max(0, start - chars)
+    before = novel[begin:start]
+    newline = before.find("\n")
+    if begin > 0 and 0 <= newline < len(before) // 2:
+        before = before[newline + 1 :]
+    if scene:
+        lines = before.split("\n")
+        cut = max((k + 1 for k, line in enumerate(lines) if line.strip() and (SCENE_BREAK.match(line) or HEADING.match(line))),
+                  default=0)
+        before = "\n".join(lines[cut:])
+    return before.lstrip("\n")
+
+
 def has_dialogue(text: str) -> bool:
     return OPEN_QUOTE in text or "「" in text

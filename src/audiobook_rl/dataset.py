@@ -3,7 +3,8 @@
 A row carries everything the later stages need, so data flows one way (labels → parquet → policy,
 training, generation, judging): the create role's messages (``prompt``), the reference script
 (``reward_model.ground_truth``, JSON text) and, in ``extra_info``, the slice's id, text, source
-offsets (``start``/``end``: the base policy's warm start avoids the validation text) and aliases.
+offsets (``start``/``end``: the base policy's warm start avoids the validation text), the novel's text
+just before the excerpt (``before``, empty unless ``agent.context_chars`` asks for it) and aliases.
 Aliases map a name's other names to the name (``{"黑旋风": "李逵"}``); they are a dict everywhere in
 the package, and JSON text only inside the parquet file (a table column cannot hold maps with
 different keys): :meth:`Task.from_row` is the one place that reads them back.
@@ -16,6 +17,7 @@ import random
 from dataclasses import dataclass
 
 from .config import split_size
+from .corpus import text_before
 from .errors import UserError
 from .files import read_parquet_rows
 from .prompts import Prompt
@@ -32,6 +34,7 @@ class Task:
     aliases: dict[str, str]
     start: int = 0  # offsets of the excerpt in the corpus
     end: int = 0
+    before: str = ""  # the corpus text just before the excerpt, which the agent reads (agent.context_chars)
 
     @classmethod
     def from_row(cls, row: dict) -> "Task":
@@ -44,6 +47,7 @@ class Task:
             aliases=json.loads(extra["aliases"]),
             start=int(extra["start"]),
             end=int(extra["end"]),
+            before=str(extra.get("before") or ""),  # (rows written before the column existed have none)
         )
 
 
@@ -52,12 +56,15 @@ def read_tasks(path) -> list[Task]:
     return [Task.from_row(row) for row in read_parquet_rows(path)]
 
 
-def split_rows(labels: list[dict], settings: dict, create_prompt: Prompt) -> dict[str, list[dict]]:
+def split_rows(labels: list[dict], settings: dict, create_prompt: Prompt, novel: str = "",
+               context_chars: int = 0) -> dict[str, list[dict]]:
     """Shuffle the labelled slices with ``settings['seed']`` and cut them into train, val and test rows
     (disjoint: no slice is in two parts).
 
     Each row carries the create role's chat messages as ``prompt`` and the reference script as
-    ``reward_model.ground_truth`` (JSON text), as verl's RL datasets expect.
+    ``reward_model.ground_truth`` (JSON text), as verl's RL datasets expect; with ``context_chars``,
+    the ``novel``'s text just before each excerpt, in its scene, goes with it
+    (:func:`~audiobook_rl.corpus.text_before`).
     """
     n_train, n_val = settings["n_train"], settings["n_val"]
     wanted = split_size(settings)
@@ -75,15 +82,20 @@ def split_rows(labels: list[dict], settings: dict, create_prompt: Prompt) -> dic
         "test": order[n_train + n_val : wanted],
     }
     return {
-        split: [_row(label, split, i, settings, create_prompt) for i, label in enumerate(rows)]
+        split: [_row(label, split, i, settings, create_prompt, _before(label, novel, context_chars)) for i, label in enumerate(rows)]
         for split, rows in parts.items()
     }
 
 
-def _row(label: dict, split: str, index: int, settings: dict, create_prompt: Prompt) -> dict:
+def _before(label: dict, novel: str, context_chars: int) -> str:
+    """The novel's text before a labelled slice, in the slice's scene, that the agent reads with it."""
+    return text_before(novel, label["start"], label["text"], context_chars, scene=True)
+
+
+def _row(label: dict, split: str, index: int, settings: dict, create_prompt: Prompt, before: str) -> dict:
     return {
         "data_source": settings["data_source"],
-        "prompt": create_prompt.messages(text=label["text"]),
+        "prompt": create_prompt.messages(text=label["text"], before=before),
         "ability": "audiobook_script",
         "reward_model": {
             "style": "model",
@@ -96,6 +108,7 @@ def _row(label: dict, split: str, index: int, settings: dict, create_prompt: Pro
             "text": label["text"],
             "start": label["start"],
             "end": label["end"],
+            "before": before,
             "aliases": json.dumps(label["aliases"], ensure_ascii=False),
         },
     }

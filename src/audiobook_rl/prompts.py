@@ -34,6 +34,10 @@ class Prompt:
     def sha256(self) -> str:
         return hashlib.sha256((self.system + "\0" + self.user).encode()).hexdigest()[:16]
 
+    def uses(self, name: str) -> bool:
+        """Whether the prompt has the placeholder ``{{name}}``."""
+        return "{{" + name + "}}" in self.system + self.user
+
     def messages(self, **values: str) -> list[dict]:
         """Chat messages with the placeholders filled in."""
         return [

@@ -23,6 +23,7 @@ from .errors import UserError
 from .gpus import CPU_FIX, visible_gpus
 from .paths import repo_file
 from .preflight import check_backend, check_gpus, check_keys
+from .prompts import load_prompt
 from .steps import check_eval_steps
 
 
@@ -46,11 +47,29 @@ def check_config(config: dict) -> list[str]:
         check_eval_steps(config["train"], config["eval"]["steps"])
     except UserError as err:
         problems.append(str(err))
+    problems += _context_problems(config["agent"])
     sft = config["sft"]
     if sft["epochs"] > 0 and not sft["references"] and sft["window_draws"] == 0:
         problems.append("config key 'sft.references' is false and 'sft.window_draws' is 0: the warm start would "
                         "have nothing to learn; set sft.window_draws (e.g. 3) or sft.references: true.")
     return problems
+
+
+def _context_problems(agent: dict) -> list[str]:
+    """An agent that would be given the text before each excerpt and never show it, or the reverse."""
+    paths = {key: agent[key] for key in ("create_prompt", "rewrite_prompt")}
+    if not all(repo_file(path).is_file() for path in paths.values()):
+        return []  # (reported above)
+    showing = [key for key, path in paths.items() if load_prompt(repo_file(path)).uses("before")]
+    if agent["context_chars"] and not showing:
+        return [f"config key 'agent.context_chars' is {agent['context_chars']} but neither {paths['create_prompt']} nor "
+                f"{paths['rewrite_prompt']} has a {{{{before}}}} placeholder, so the agent would never see that text; "
+                "use config/prompts/create_context.md and rewrite_context.md, or set agent.context_chars to 0."]
+    if not agent["context_chars"] and showing:
+        shown = " and ".join(paths[key] for key in showing)
+        return [f"{shown} {'show' if len(showing) > 1 else 'shows'} the text before each excerpt ({{{{before}}}}) but config key 'agent.context_chars' is 0, "
+                "so it would always be empty; set agent.context_chars (e.g. 600) or use prompts without {{before}}."]
+    return []
 
 
 def check_corpus(path: str | Path, config: dict, keys: Iterable[str] = ("slice.n_slices",)) -> list[str]:

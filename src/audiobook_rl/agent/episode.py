@@ -93,11 +93,18 @@ class AgentPrompts:
     def load(cls, create_path: str, rewrite_path: str) -> "AgentPrompts":
         return cls(load_prompt(create_path), load_prompt(rewrite_path))
 
-    def create_messages(self, text: str) -> list[dict]:
-        return self.create.messages(text=text)
+    def create_messages(self, text: str, before: str = "") -> list[dict]:
+        """The create call for an excerpt; ``before`` (the novel just before it) fills a prompt's
+        ``{{before}}`` and is left out by a prompt without one."""
+        return self.create.messages(text=text, before=before)
 
-    def rewrite_messages(self, text: str, draft: str) -> list[dict]:
-        return self.rewrite.messages(text=text, draft=draft)
+    def rewrite_messages(self, text: str, draft: str, before: str = "") -> list[dict]:
+        return self.rewrite.messages(text=text, draft=draft, before=before)
+
+    @property
+    def reads_before(self) -> bool:
+        """Whether either role's prompt shows the novel before the excerpt (a ``{{before}}`` placeholder)."""
+        return any(p.uses("before") for p in (self.create, self.rewrite))
 
 
 @dataclass
@@ -158,9 +165,10 @@ def run_episodes(tasks: Sequence[Task], client, prompts: AgentPrompts, judge=Non
 
     def rewrite(i: int, chain: list[tuple[list[dict], Reply]]) -> list[dict] | None:
         # A draft that does not parse still goes to rewrite, as the text the model wrote.
-        return prompts.rewrite_messages(tasks[i].text, chain[0][1].text.strip()) if len(chain) == 1 else None
+        task = tasks[i]
+        return prompts.rewrite_messages(task.text, chain[0][1].text.strip(), task.before) if len(chain) == 1 else None
 
-    chains = chat_chains(client, [prompts.create_messages(t.text) for t in tasks], rewrite, **sampling)
+    chains = chat_chains(client, [prompts.create_messages(t.text, t.before) for t in tasks], rewrite, **sampling)
     episodes = []
     for task, chain in zip(tasks, chains):
         episode = Episode(task.id, [Call(role, messages, reply) for role, (messages, reply) in zip(ROLES, chain)])

@@ -16,7 +16,7 @@ import logging
 from difflib import SequenceMatcher
 
 from .. import backends, llm
-from ..corpus import Slice
+from ..corpus import Slice, text_before
 from ..errors import UserError
 from ..paths import repo_file
 from ..prompts import load_prompt
@@ -65,7 +65,7 @@ class ClaudeLabeler:
         self.min_coverage = settings["min_coverage"]
         self.context_chars = settings["context_chars"]
         self.novel = novel
-        if self.context_chars and "{{before}}" not in self.prompt.system + self.prompt.user:
+        if self.context_chars and not self.prompt.uses("before"):
             log.warning(
                 "%s has no {{before}} placeholder: Claude sees each excerpt without the %d characters before it "
                 "(label.context_chars)", self.prompt.path, self.context_chars,
@@ -124,15 +124,7 @@ class ClaudeLabeler:
     def before(self, item: Slice) -> str:
         """The novel's text just before ``item``: ``context_chars`` characters back, from the first
         paragraph that starts in them ("" without a novel, or for a slice that is not cut from it)."""
-        start = item.start
-        if not self.context_chars or self.novel[start : start + len(item.text)] != item.text:
-            return ""
-        begin = max(0, start - self.context_chars)
-        text = self.novel[begin:start]
-        newline = text.find("\n")
-        if begin > 0 and 0 <= newline < len(text) // 2:  # not from the middle of a sentence
-            text = text[newline + 1 :]
-        return text.lstrip("\n")
+        return text_before(self.novel, item.start, item.text, self.context_chars)
 
     def check(self, source: str, raw: str) -> tuple[list[Segment] | None, str]:
         """The script if ``raw`` is a usable reference for ``source``, else (None, the problems)."""

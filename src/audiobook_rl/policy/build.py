@@ -31,8 +31,9 @@ def _schema_texts() -> list[str]:
 
 
 def build_policy(corpus_text: str, val_spans: list[tuple[int, int]], prompts, settings: dict, out_dir: str | Path,
-                 device: str = "cpu") -> dict:
-    """Build tokenizer + model, warm-start it, save it to ``out_dir``; return a summary dict."""
+                 device: str = "cpu", context_chars: int = 0) -> dict:
+    """Build tokenizer + model, warm-start it (each window with ``context_chars`` of the corpus before
+    it, as the agent reads its tasks), save it to ``out_dir``; return a summary dict."""
     torch.manual_seed(settings["seed"])
     ws = settings["warm_start"]
     windows = warmstart_windows(corpus_text, val_spans, {**ws, "seed": settings["seed"]})
@@ -47,7 +48,7 @@ def build_policy(corpus_text: str, val_spans: list[tuple[int, int]], prompts, se
     texts += _schema_texts()
     tokenizer = train_tokenizer(texts, settings["vocab_size"])
     model = new_model(tokenizer, settings["model"], settings["seed"]).to(device)
-    examples = warmstart_examples(windows, corpus_text, prompts, tokenizer, settings["seed"])
+    examples = warmstart_examples(windows, corpus_text, prompts, tokenizer, settings["seed"], context_chars)
     log.info(
         "policy: vocab %d, %.2fM parameters; warm start on %d windows (%d examples) outside %d validation slices",
         len(tokenizer), n_params(model) / 1e6, len(windows), len(examples), len(val_spans),

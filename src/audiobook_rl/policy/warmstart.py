@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from ..corpus import slice_text
+from ..corpus import slice_text, text_before
 from ..labeling.lexicon import build_lexicon
 from ..labeling.rules import RuleLabeler
 from ..script import TONES, Segment
@@ -77,28 +77,33 @@ def corrupt(script: list[Segment], rng: random.Random) -> str:
     return compact(segs)
 
 
-def labelled_windows(windows, corpus_text: str) -> list[tuple[str, list[Segment]]]:
-    """(text, script) of each window, labelled by the rule labeler in the corpus, as the references are."""
+def labelled_windows(windows, corpus_text: str, context_chars: int = 0) -> list[tuple[str, list[Segment], str]]:
+    """(text, script, the corpus text before it) of each window, labelled by the rule labeler in the
+    corpus, as the references are; the text before is ``context_chars`` long and in the window's
+    scene, as the tasks' is (:func:`~audiobook_rl.corpus.text_before`)."""
     labeler = RuleLabeler(build_lexicon(corpus_text))
-    return [(text, labeler.label_text(text, start=a)) for a, _, text in windows]
+    return [(text, labeler.label_text(text, start=a), text_before(corpus_text, a, text, context_chars, scene=True))
+            for a, _, text in windows]
 
 
-def warmstart_examples(windows, corpus_text: str, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
+def warmstart_examples(windows, corpus_text: str, prompts, tokenizer, seed: int,
+                       context_chars: int = 0) -> list[tuple[list[int], list[int]]]:
     """The examples of the embedded policy's warm start: the windows, labelled by the rule labeler."""
-    return script_examples(labelled_windows(windows, corpus_text), prompts, tokenizer, seed)
+    return script_examples(labelled_windows(windows, corpus_text, context_chars), prompts, tokenizer, seed)
 
 
 def script_examples(pairs, prompts, tokenizer, seed: int) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, response ids) of each (excerpt, script) pair: create(excerpt) → script, and
-    rewrite(excerpt, a damaged copy of the script) → script. ``prompts`` has the agent's
-    ``create_messages`` and ``rewrite_messages``."""
+    """(prompt ids, response ids) of each (excerpt, script, text before) triple: create(excerpt) →
+    script, and rewrite(excerpt, a damaged copy of the script) → script, each with the text before
+    the excerpt where the prompts show it. ``prompts`` has the agent's ``create_messages`` and
+    ``rewrite_messages``."""
     rng = random.Random(seed)
     examples = []
-    for text, script in pairs:
+    for text, script, before in pairs:
         target = response_ids(tokenizer, compact(script))
-        examples.append((prompt_ids(tokenizer, prompts.create_messages(text)), target))
+        examples.append((prompt_ids(tokenizer, prompts.create_messages(text, before)), target))
         draft = corrupt(script, rng)
-        examples.append((prompt_ids(tokenizer, prompts.rewrite_messages(text, draft)), target))
+        examples.append((prompt_ids(tokenizer, prompts.rewrite_messages(text, draft, before)), target))
     return examples
 
 
@@ -133,14 +138,14 @@ def warm_start(model, tokenizer, examples, settings: dict, device="cpu", progres
 
 
 def warm_start_policy(policy_dir: str | Path, tasks, prompts, settings: dict, out_dir: str | Path, device: str = "cpu",
-                      progress=None, windows: list[tuple[str, list[Segment]]] = ()) -> dict:
+                      progress=None, windows: list[tuple[str, list[Segment], str]] = ()) -> dict:
     """The ``sft_policy`` stage: ``settings['epochs']`` passes over the training ``tasks`` (excerpt and
     reference script) and the extra ``windows`` ((excerpt, rule-labelled script) pairs) from the
     policy in ``policy_dir``, saved to ``out_dir`` in the policy's own precision; returns a summary.
     Seeded: the same inputs give the same weights on the CPU."""
     model, tokenizer = load_policy(policy_dir, device)
     saved_dtype = _saved_dtype(model)
-    pairs = [(t.text, t.reference) for t in tasks] + list(windows)
+    pairs = [(t.text, t.reference, t.before) for t in tasks] + list(windows)
     examples = script_examples(pairs, prompts, tokenizer, settings["seed"])
     steps = math.ceil(settings["epochs"] * len(examples) / settings["batch_size"])
     log.info("warm start: %d examples (%d training excerpts and %d more from the corpus, both roles), %d epochs = %d "
