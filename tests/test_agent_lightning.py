@@ -74,6 +74,30 @@ def test_rollout_through_agent_lightning_runner(tmp_path):
     assert triplets[-1].reward == pytest.approx(1.0)
 
 
+def test_the_text_before_the_excerpt_reaches_both_calls_through_agent_lightning(tmp_path):
+    # agent.context_chars with the context prompts: the row the verl backend hands over carries the
+    # novel before the excerpt, and the agent shows it to create and to rewrite.
+    from audiobook_rl.agent.episode import AgentPrompts
+    from helpers import REPO
+
+    before = "　　钱百通笑道：“这雪夜正好喝酒。”\n"
+    novel = before + SOURCE
+    label = {"id": "s001", "text": SOURCE, "start": len(before), "end": len(novel), "script": REFERENCE, "aliases": {}}
+    context = AgentPrompts.load(REPO / "config/prompts/create_context.md", REPO / "config/prompts/rewrite_context.md")
+    rows = split_rows([label], {"n_train": 1, "n_val": 0, "n_test": 0, "seed": 0, "data_source": "audiobook"},
+                      context.create, novel, 600)
+    write_parquet_rows(tmp_path / "train.parquet", rows["train"])
+    row = read_parquet_rows(tmp_path / "train.parquet")[0]
+    agent = make_agent(context, make_judge(), max_tokens=256, val_temperature=0.0)
+    with Loopback(_responder) as server:
+        llm = agl.LLM(endpoint=server.url + "/v1", model="policy", sampling_parameters={"temperature": 0.7})
+        rollout, _ = _run(agent, row, llm, "train")
+    assert rollout.status == "succeeded" and len(server.requests) == 2
+    for request in server.requests:
+        user = request["body"]["messages"][1]["content"]
+        assert before.strip() in user and SOURCE in user
+
+
 def test_training_calls_carry_the_rollout_filters_to_the_policy_server(tmp_path):
     # verl publishes only the temperature; the agent sends top_p, and top_k in the body vLLM reads.
     agent = make_agent(_prompts(), make_judge(), max_tokens=64, top_p=0.9, top_k=40)
