@@ -147,7 +147,7 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
     started = time.perf_counter()
     scripts = getattr(labeler, "try_label", labeler.label)(slices)
     label_s = time.perf_counter() - started
-    right, total, wrong = Counter(), Counter(), []
+    right, total, wrong, reach = Counter(), Counter(), [], Counter()
     voices = VoiceAccuracy()
     structural = unaligned = 0
     for item, script, excerpt in zip(slices, scripts, doc["excerpts"]):
@@ -170,6 +170,7 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
                     for kind in (label["kind"], "all"):
                         total[kind] += 1
                     wrong.append(f"{item.id}.{k} [{label['kind']}] ({why}) → {'|'.join(label['speaker'])}  | {label['note']}")
+                    reach[reachable(label, item, text, lexicon)] += 1
             continue
         for k, (seg, label) in enumerate(zip(quotes, labels), 1):
             if label["speaker"] is None:
@@ -183,6 +184,7 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
                 if not good:
                     want = "|".join(label["speaker"])
                     wrong.append(f"{item.id}.{k} [{label['kind']}] {seg.speaker} → {want}  | {label['note']}")
+                    reach[reachable(label, item, text, lexicon)] += 1
             if not args.quiet:
                 print(f"  {item.id}.{k:<3d} {seg.speaker:8s} | {seg.content[:40]}{mark}")
         reference, aliases = reference_script(script, quotes, labels)
@@ -199,8 +201,28 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
         print(f"  {kind:14s} {right[kind]:4d}/{total[kind]:<4d} = {right[kind] / total[kind]:6.1%}")
     print(f"voice accuracy of the scripts against the references: {voices.overall:.1%} "
           f"(narration {voices.narration:.1%}, quotes {voices.quotes:.1%}; {voices.reason()})")
+    if wrong:
+        print(f"wrong quotes by where the text names the right speaker: {', '.join(f'{what} {reach[what]}' for what in REACH)}")
     for line in wrong:
         print("  wrong:", line)
+
+
+# Where a wrongly labelled quote's right speaker is to be found (reachable): what a labeler reading
+# the excerpt and the text before it could know.
+REACH = ("in sight", "named further back", "never named", "doubtful")
+
+
+def reachable(label: dict, item, text: str, lexicon, before: int = 1500) -> str:
+    """``in sight``: a right name the lexicon knows (a group: each of its names) stands in the excerpt or
+    the ``before`` characters before it; ``named further back``: a known name, not there;
+    ``never named``: a role or group word no list knows as a name; ``doubtful``: the label's note says so."""
+    if "doubt" in label["note"].lower():
+        return "doubtful"
+    names = [n for n in label["speaker"] if all(part in lexicon.names for part in n.split("、"))]
+    if not names:
+        return "never named"
+    window = text[max(0, item.start - before) : item.end]
+    return "in sight" if any(all(part in window for part in n.split("、")) for n in names) else "named further back"
 
 
 def main() -> None:

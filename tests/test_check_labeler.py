@@ -97,6 +97,9 @@ def test_the_claude_labeler_is_scored_per_phenomenon_with_what_it_cost(tmp_path)
     assert "excerpts without a script whose quotes are the labelled ones: 1" in out
     assert "(no valid script) → 林青" in out and "[descriptor] 那汉子 → 王七|王" in out
     assert "4 requests sent, 0 from the cache" in out  # 1 + 1 + 2 tries of the one that never validates
+    # where the right speakers of the three wrong quotes stand: 林青 and 王七 in the last excerpt are in
+    # sight; the 汉子 of the second is 王七, whom the text before it gives only as 姓王名七
+    assert "wrong quotes by where the text names the right speaker: in sight 2, named further back 1, never named 0, doubtful 0" in out
     # the text before each excerpt went with it: the man's name is there
     assert all("姓王名七" in r["body"]["messages"][0]["content"] for r in server.requests)
 
@@ -108,3 +111,26 @@ def test_a_second_run_of_the_set_costs_nothing(tmp_path):
         again = run_bench(tmp_path, server)
     assert again.returncode == 0, again.stderr[-3000:]
     assert server.count == 0 and "0 requests sent, 4 from the cache" in again.stdout
+
+
+def test_a_wrong_quote_is_counted_by_where_the_text_names_its_speaker():
+    import importlib.util
+
+    from audiobook_rl.corpus import Slice
+    from audiobook_rl.labeling.lexicon import build_lexicon
+
+    spec = importlib.util.spec_from_file_location("check_labeler", REPO / "bench" / "check_labeler.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    lexicon = build_lexicon(NOVEL)
+    start, end = paragraph(4)
+    item = Slice("c", NOVEL[start:end], start, end)
+    label = lambda speaker, note="test": {"speaker": speaker, "note": note}  # noqa: E731
+    assert bench.reachable(label(LIN), item, NOVEL, lexicon) == "in sight"
+    assert bench.reachable(label(["林青、王七"]), item, NOVEL, lexicon) == "in sight"  # a group: each of its names
+    assert bench.reachable(label(LIN), item, NOVEL, lexicon, before=0) == "in sight"  # (in the excerpt itself)
+    start, end = paragraph(1)
+    first = Slice("c", NOVEL[start:end], start, end)
+    assert bench.reachable(label(WANG), first, NOVEL, lexicon) == "named further back"  # (姓王名七 here; 王七 after)
+    assert bench.reachable(label(["卖酒的"]), item, NOVEL, lexicon) == "never named"
+    assert bench.reachable(label(LIN, "DOUBTFUL: could be 王七"), item, NOVEL, lexicon) == "doubtful"
