@@ -209,12 +209,12 @@ def score_set(args, text, lexicon, labeler, lexicon_s) -> None:
 
 # Where a wrongly labelled quote's right speaker is to be found (reachable): what a labeler reading
 # the excerpt and the text before it could know.
-REACH = ("in sight", "named further back", "never named", "doubtful")
+REACH = ("in sight", "named elsewhere", "never named", "doubtful")
 
 
 def reachable(label: dict, item, text: str, lexicon, before: int = 1500) -> str:
     """``in sight``: a right name the lexicon knows (a group: each of its names) stands in the excerpt or
-    the ``before`` characters before it; ``named further back``: a known name, not there;
+    the ``before`` characters before it; ``named elsewhere``: a known name, not there (further back, or only after);
     ``never named``: a role or group word no list knows as a name; ``doubtful``: the label's note says so."""
     if "doubt" in label["note"].lower():
         return "doubtful"
@@ -222,7 +222,7 @@ def reachable(label: dict, item, text: str, lexicon, before: int = 1500) -> str:
     if not names:
         return "never named"
     window = text[max(0, item.start - before) : item.end]
-    return "in sight" if any(all(part in window for part in n.split("、")) for n in names) else "named further back"
+    return "in sight" if any(all(part in window for part in n.split("、")) for n in names) else "named elsewhere"
 
 
 def main() -> None:

@@ -99,7 +99,7 @@ def test_the_claude_labeler_is_scored_per_phenomenon_with_what_it_cost(tmp_path)
     assert "4 requests sent, 0 from the cache" in out  # 1 + 1 + 2 tries of the one that never validates
     # where the right speakers of the three wrong quotes stand: 林青 and 王七 in the last excerpt are in
     # sight; the 汉子 of the second is 王七, whom the text before it gives only as 姓王名七
-    assert "wrong quotes by where the text names the right speaker: in sight 2, named further back 1, never named 0, doubtful 0" in out
+    assert "wrong quotes by where the text names the right speaker: in sight 2, named elsewhere 1, never named 0, doubtful 0" in out
     # the text before each excerpt went with it: the man's name is there
     assert all("姓王名七" in r["body"]["messages"][0]["content"] for r in server.requests)
 
@@ -131,6 +131,6 @@ def test_a_wrong_quote_is_counted_by_where_the_text_names_its_speaker():
     assert bench.reachable(label(LIN), item, NOVEL, lexicon, before=0) == "in sight"  # (in the excerpt itself)
     start, end = paragraph(1)
     first = Slice("c", NOVEL[start:end], start, end)
-    assert bench.reachable(label(WANG), first, NOVEL, lexicon) == "named further back"  # (姓王名七 here; 王七 after)
+    assert bench.reachable(label(WANG), first, NOVEL, lexicon) == "named elsewhere"  # (姓王名七 here; 王七 after)
     assert bench.reachable(label(["卖酒的"]), item, NOVEL, lexicon) == "never named"
     assert bench.reachable(label(LIN, "DOUBTFUL: could be 王七"), item, NOVEL, lexicon) == "doubtful"
