@@ -214,8 +214,9 @@ REACH = ("in sight", "named elsewhere", "never named", "doubtful")
 
 def reachable(label: dict, item, text: str, lexicon, before: int = 1500) -> str:
     """``in sight``: a right name the lexicon knows (a group: each of its names) stands in the excerpt or
-    the ``before`` characters before it; ``named elsewhere``: a known name, not there (further back, or only after);
-    ``never named``: a role or group word no list knows as a name; ``doubtful``: the label's note says so."""
+    the ``before`` characters before it; ``named elsewhere``: a known name, not there (further back, or
+    only after); ``never named``: a role or group word no list knows as a name; ``doubtful``: the
+    label's note says so."""
     if "doubt" in label["note"].lower():
         return "doubtful"
     names = [n for n in label["speaker"] if all(part in lexicon.names for part in n.split("、"))]
