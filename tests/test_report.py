@@ -439,3 +439,20 @@ def test_a_verl_run_is_read_for_collapse_by_the_range_of_its_advantages(tmp_path
         fx.write_run(tmp_path / "tied", metrics=tied))
     assert collapse(verl_rows(1.0, 0.0), 3) is None and saturation(verl_rows(1.0, 0.0), 3) == 6
     assert collapse(verl_rows(0.5, 1.3), 3) is None  # advantages that differ: a signal
+
+
+def test_a_sample_shows_the_text_before_it_that_the_agent_read(tmp_path):
+    # agent.context_chars: the row carries what the agent read before the excerpt; the side-by-side
+    # shows it, folded, above the source (escaped like every corpus text). Without it, nothing.
+    from audiobook_rl.files import read_parquet_rows, write_parquet_rows
+
+    paths = fx.write_run(tmp_path)
+    assert "前文 · the text before the excerpt" not in render(paths)
+    rows = read_parquet_rows(paths["val"])
+    rows[0]["extra_info"]["before"] = "钱百通笑道：“<b>雪夜</b>正好喝酒。”"
+    write_parquet_rows(paths["val"], rows)
+    html = render(paths)
+    assert html.count("前文 · the text before the excerpt, which the agent read (22 characters)") == 1
+    assert "钱百通笑道：“&lt;b&gt;雪夜&lt;/b&gt;正好喝酒。”" in html
+    sample = html.index(f'id="sample-{rows[0]["extra_info"]["slice_id"]}"')
+    assert sample < html.index("前文 · the text before") < html.index('class="source"', html.index("前文 · the text before"))

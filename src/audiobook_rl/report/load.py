@@ -34,8 +34,9 @@ class RunData:
     steps: list[StepEval]
     problems: list[str] = field(default_factory=list)
     val_text: dict[str, str] = field(default_factory=dict)  # source text by slice id, from the parquet
+    val_before: dict[str, str] = field(default_factory=dict)  # the text before it the agent read (agent.context_chars)
     # The same checkpoints on the held-out test slices (split.n_test > 0): ``val_ids``, ``steps`` and
-    # ``val_text`` there are the test set's; metrics and labels are this run's, problems shared.
+    # ``val_text``/``val_before`` there are the test set's; metrics and labels are this run's, problems shared.
     test: "RunData | None" = None
     # The supervised warm start on the same slices (sft.epochs > 0), where training started: not a
     # training step, so not one of ``steps``.
@@ -69,17 +70,19 @@ def read_metrics(path: str | Path, problems: list[str]) -> list[dict]:
     return [by_step[s] for s in sorted(by_step)]
 
 
-def read_val_ids(path: str | Path | None, problems: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Slice ids of the validation parquet in its order, and their source texts; empty if no file."""
+def read_val_ids(path: str | Path | None, problems: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """Slice ids of the validation parquet in its order, their source texts and the texts before them
+    that the agent read (empty without agent.context_chars); empty if no file."""
     if not path:
-        return [], {}
+        return [], {}, {}
     try:
         infos = [row["extra_info"] for row in read_parquet_rows(path, columns=["extra_info"])]
         ids = [str(info["slice_id"]) for info in infos]
     except (OSError, ValueError, KeyError, TypeError) as err:
         problems.append(f"{path} could not be read ({type(err).__name__}); the slice order comes from the scores.")
-        return [], {}
-    return ids, {sid: str(info.get("text") or "") for sid, info in zip(ids, infos)}
+        return [], {}, {}
+    return (ids, {sid: str(info.get("text") or "") for sid, info in zip(ids, infos)},
+            {sid: str(info.get("before") or "") for sid, info in zip(ids, infos)})
 
 
 def _keyed(rows: list[dict], path, problems: list[str]) -> dict[str, dict]:
@@ -112,15 +115,15 @@ def _step_eval(step: int, out_path, score_path, problems: list[str]) -> StepEval
     )
 
 
-def _slice_ids(parquet: str | Path | None, steps: list[StepEval], problems: list[str]) -> tuple[list[str], dict[str, str]]:
-    ids, text = read_val_ids(parquet, problems)
+def _slice_ids(parquet: str | Path | None, steps: list[StepEval], problems: list[str]):
+    ids, text, before = read_val_ids(parquet, problems)
     if not ids:
         # Without the parquet, the split is what was scored, in first-seen order.
         seen: dict[str, None] = {}
         for s in steps:
             seen.update(dict.fromkeys(list(s.outputs) + list(s.scores)))
         ids = list(seen)
-    return ids, text
+    return ids, text, before
 
 
 def load_run(
@@ -139,10 +142,10 @@ def load_run(
     problems: list[str] = []
     steps, sft = load_steps(evals, problems)
     label_rows = _keyed(read_jsonl_tolerant(labels, problems), labels, problems)
-    val_ids, val_text = _slice_ids(val, steps, problems)
-    run = RunData(read_metrics(metrics, problems), label_rows, val_ids, steps, problems, val_text, sft=sft)
+    val_ids, val_text, val_before = _slice_ids(val, steps, problems)
+    run = RunData(read_metrics(metrics, problems), label_rows, val_ids, steps, problems, val_text, val_before, sft=sft)
     if test_evals:
         test_steps, test_sft = load_steps(test_evals, problems)
-        test_ids, test_text = _slice_ids(test, test_steps, problems)
-        run.test = RunData(run.metrics, label_rows, test_ids, test_steps, problems, test_text, sft=test_sft)
+        test_ids, test_text, test_before = _slice_ids(test, test_steps, problems)
+        run.test = RunData(run.metrics, label_rows, test_ids, test_steps, problems, test_text, test_before, sft=test_sft)
     return run

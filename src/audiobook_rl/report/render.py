@@ -54,6 +54,7 @@ def _samples(run: RunData, rows, limit: int) -> list[dict]:
             {
                 "id": sid,
                 "text": label.get("text") or run.val_text.get(sid, ""),
+                "before": run.val_before.get(sid, ""),
                 "reference": script_view(label["script"]) if "script" in label else None,
                 "cards": cards,
             }
