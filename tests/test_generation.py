@@ -198,7 +198,7 @@ def test_the_agent_shows_both_roles_the_text_before_the_excerpt_only_through_a_c
 
     task = Task("s1", "那汉子笑道：“今日好热！”", [], {}, before="卖酒的钱百通正在擦桌子。\n")
     context = AgentPrompts.load(REPO / "config/prompts/create_context.md", REPO / "config/prompts/rewrite_context.md")
-    assert context.reads_before and not prompts().reads_before
+    assert context.create.uses("before") and not prompts().create.uses("before")
     client = Recorder()
     run_episodes([task], client, context, temperature=0.0, max_tokens=8)
     assert len(client.sent) == 2  # create, then rewrite

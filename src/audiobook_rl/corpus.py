@@ -305,9 +305,8 @@ def text_before(novel: str, start: int, text: str, chars: int, scene: bool = Fal
         before = before[newline + 1 :]
     if scene:
         lines = before.split("\n")
-        cut = max((k + 1 for k, line in enumerate(lines) if line.strip() and (SCENE_BREAK.match(line) or HEADING.match(line))),
-                  default=0)
-        before = "\n".join(lines[cut:])
+        breaks = [k for k, line in enumerate(lines) if line.strip() and (SCENE_BREAK.match(line) or HEADING.match(line))]
+        before = "\n".join(lines[breaks[-1] + 1 :] if breaks else lines)
     return before.lstrip("\n")
 
 

@@ -82,7 +82,8 @@ def split_rows(labels: list[dict], settings: dict, create_prompt: Prompt, novel:
         "test": order[n_train + n_val : wanted],
     }
     return {
-        split: [_row(label, split, i, settings, create_prompt, _before(label, novel, context_chars)) for i, label in enumerate(rows)]
+        split: [_row(label, split, i, settings, create_prompt, _before(label, novel, context_chars))
+                for i, label in enumerate(rows)]
         for split, rows in parts.items()
     }
 

@@ -101,11 +101,6 @@ class AgentPrompts:
     def rewrite_messages(self, text: str, draft: str, before: str = "") -> list[dict]:
         return self.rewrite.messages(text=text, draft=draft, before=before)
 
-    @property
-    def reads_before(self) -> bool:
-        """Whether either role's prompt shows the novel before the excerpt (a ``{{before}}`` placeholder)."""
-        return any(p.uses("before") for p in (self.create, self.rewrite))
-
 
 @dataclass
 class Call:
