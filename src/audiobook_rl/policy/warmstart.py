@@ -141,9 +141,9 @@ def warm_start_policy(policy_dir: str | Path, tasks, prompts, settings: dict, ou
                       progress=None, windows: list[tuple[str, list[Segment], str]] = ()) -> dict:
     """The ``sft_policy`` stage: ``settings['epochs']`` passes over the training ``tasks`` (excerpt and
     reference script, with the text before it) and the extra ``windows`` ((excerpt, rule-labelled
-    script, text before) triples, :func:`labelled_windows`) from the
-    policy in ``policy_dir``, saved to ``out_dir`` in the policy's own precision; returns a summary.
-    Seeded: the same inputs give the same weights on the CPU."""
+    script, text before) triples, :func:`labelled_windows`) from the policy in ``policy_dir``, saved to
+    ``out_dir`` in the policy's own precision; returns a summary. Seeded: the same inputs give the
+    same weights on the CPU."""
     model, tokenizer = load_policy(policy_dir, device)
     saved_dtype = _saved_dtype(model)
     pairs = [(t.text, t.reference, t.before) for t in tasks] + list(windows)
