@@ -67,8 +67,9 @@ def _context_problems(agent: dict) -> list[str]:
                 "use config/prompts/create_context.md and rewrite_context.md, or set agent.context_chars to 0."]
     if not agent["context_chars"] and showing:
         shown = " and ".join(paths[key] for key in showing)
-        return [f"{shown} {'show' if len(showing) > 1 else 'shows'} the text before each excerpt ({{{{before}}}}) but config key 'agent.context_chars' is 0, "
-                "so it would always be empty; set agent.context_chars (e.g. 600) or use prompts without {{before}}."]
+        verb = "show" if len(showing) > 1 else "shows"
+        return [f"{shown} {verb} the text before each excerpt ({{{{before}}}}) but config key 'agent.context_chars' "
+                "is 0, so it would always be empty; set agent.context_chars (e.g. 600) or use prompts without {{before}}."]
     return []
 
 
