@@ -416,11 +416,32 @@ def test_a_run_whose_episodes_all_score_the_maximum_is_saturated_not_collapsed(t
     metrics = [dict(m, train_reward=1.0, train_reward_group_std=0.0) if m["step"] >= 4 else m for m in fx.metrics_rows(True)]
     assert collapse(metrics, 3) is None and saturation(metrics, 3) == 6
     html = render(fx.write_run(tmp_path, metrics=metrics))
-    assert "Training saturated: by step 6, for 3 steps in a row, every episode scored the judge&#39;s maximum" in html
+    assert ("Training saturated: by step 6, for 3 steps in a row, every task&#39;s episodes tied at or near the judge&#39;s "
+            "maximum") in html
     assert "Training collapsed" not in html
-    # The same sameness below the maximum is a collapse, as before.
+    # The same sameness far below the maximum is a collapse, as before.
     flat = [dict(m, train_reward=0.5) if m["step"] >= 4 else m for m in metrics]
     assert collapse(flat, 3) == (6, "every task's episodes got the same reward") and saturation(flat, 3) is None
+
+
+def test_a_warm_start_that_ties_just_below_the_maximum_has_learned_its_tasks():
+    # Measured on one GPU (config/one_gpu.yaml, seed 1): the warm start writes one script per task, the
+    # same four times, and the judge scores it 0.996 on some steps and 1.0 on others. Those steps carry
+    # no signal, but they are learned tasks: the guard must not stop the run with the advice for a
+    # policy sampled too hot, and the report must say why GRPO changed nothing.
+    from audiobook_rl.training.collapse import collapse, dead_step, saturation
+
+    rewards = [0.996, 0.994, 0.996, 0.987, 0.999, 1.0, 0.999, 0.996, 1.0, 1.0]
+    spread = [0.0, 0.003, 0.0, 0.015, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    metrics = [{"step": 0, "val_reward": 0.97}] + [
+        {"step": i + 1, "train_reward": r, "train_reward_group_std": g, "train_json_valid": 1.0}
+        for i, (r, g) in enumerate(zip(rewards, spread))
+    ]
+    assert [dead_step(m) for m in metrics[1:]] == [None] * 10
+    assert collapse(metrics, 3) is None and saturation(metrics, 3) == 7
+    # a tie well below the maximum is still no signal, and three in a row a collapse
+    tied = [dict(m, train_reward=0.9, train_reward_group_std=0.0) if m["step"] >= 1 else m for m in metrics]
+    assert collapse(tied, 3) == (3, "every task's episodes got the same reward") and saturation(tied, 3) is None
 
 
 def test_a_verl_run_is_read_for_collapse_by_the_range_of_its_advantages(tmp_path):

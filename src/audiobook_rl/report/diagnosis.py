@@ -302,7 +302,7 @@ def collapse_notes(rows: list[CheckpointRow]) -> list[str]:
 def training_collapse_notes(metrics: list[dict], train: dict) -> list[str]:
     """A sentence when training went ``train.collapse_patience`` steps (3 when the guard was off) in a
     row without a learning signal (:func:`..training.collapse.collapse`, the guard's own rule), and
-    one when it went that many at the judge's maximum (:func:`..training.collapse.saturation`)."""
+    one when it went that many with its tasks learned (:func:`..training.collapse.saturation`)."""
     patience = train.get("collapse_patience") or 3
     found = collapse(metrics, patience)
     learned = saturation(metrics, patience)
@@ -315,9 +315,9 @@ def training_collapse_notes(metrics: list[dict], train: dict) -> list[str]:
         )
     if learned is not None:
         out.append(
-            f"Training saturated: by step {learned}, for {patience} steps in a row, every episode scored the judge's "
-            "maximum, so the training tasks were learned and GRPO had nothing left to learn from them; the checkpoints "
-            "after that differ little. More training excerpts (split.n_train) give it more to learn."
+            f"Training saturated: by step {learned}, for {patience} steps in a row, every task's episodes tied at or near "
+            "the judge's maximum, so the training tasks were learned and GRPO had nothing left to learn from them; the "
+            "checkpoints after that differ little. More training excerpts (split.n_train) give it more to learn."
         )
     return out
 

@@ -312,8 +312,9 @@ def train_local(train_rows, val_rows, prompts: AgentPrompts, settings: dict, jud
             )
             patience = settings["collapse_patience"] or 3
             if saturation(history, patience) == step:
-                log.warning("every episode has scored the judge's maximum for %d steps in a row: the training tasks are "
-                            "learned, and GRPO has nothing left to learn from them (training goes on)", patience)
+                log.warning("every task's episodes have tied at or near the judge's maximum for %d steps in a row: the "
+                            "training tasks are learned, and GRPO has nothing left to learn from them (training goes on)",
+                            patience)
             if "collapse" in record:
                 raise UserError(
                     f"training collapsed at step {step} of {total}: for {settings['collapse_patience']} steps in a row "
