@@ -115,7 +115,9 @@ def _step_eval(step: int, out_path, score_path, problems: list[str]) -> StepEval
     )
 
 
-def _slice_ids(parquet: str | Path | None, steps: list[StepEval], problems: list[str]):
+def _slice_ids(parquet: str | Path | None, steps: list[StepEval],
+               problems: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """The split's slice ids, their source texts and the texts before them (:func:`read_val_ids`)."""
     ids, text, before = read_val_ids(parquet, problems)
     if not ids:
         # Without the parquet, the split is what was scored, in first-seen order.
