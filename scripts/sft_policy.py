@@ -1,6 +1,7 @@
 """sft_policy: the base policy + the training references (unless sft.references is false) + rule-labelled
 windows of the corpus outside the validation and test slices (and the training slices, without their
-references), if sft.window_draws > 0 -> results/models/step_sft/ (a supervised warm start)."""
+references), if sft.window_draws > 0 -> results/models/step_sft/ (a supervised warm start); with
+sft.deterministic, the same weights bit for bit when run again on the same GPU."""
 
 import logging
 
@@ -12,6 +13,7 @@ from audiobook_rl.corpus import read_text
 from audiobook_rl.dataset import read_tasks
 from audiobook_rl.errors import UserError
 from audiobook_rl.files import write_json
+from audiobook_rl.policy.determinism import deterministic
 from audiobook_rl.policy.warmstart import labelled_windows, warm_start_policy, warmstart_windows
 from audiobook_rl.stage import run
 
@@ -19,6 +21,15 @@ log = logging.getLogger("audiobook_rl.sft_policy")
 
 
 def main(smk):
+    on = smk.params.sft["deterministic"]
+    if on:
+        log.info("deterministic kernels only (sft.deterministic): the same weights when run again on this device")
+    # Before the GPU is touched: cuBLAS reads its workspace setting when it starts.
+    with deterministic(on, "sft.deterministic"):
+        warm_start(smk)
+
+
+def warm_start(smk):
     device = "cpu"
     if smk.resources.gpu > 0:
         gpus.claim(smk.resources.gpu, "resources.sft_policy.gpu", holder="sft_policy")
@@ -51,6 +62,7 @@ def main(smk):
         log.warning("every window of the corpus overlaps a held-out slice: the warm start has the training "
                     "references only")
     summary = warm_start_policy(smk.input.policy, tasks, prompts, settings, smk.output[0], device, progress, windows)
+    summary["deterministic"] = settings["deterministic"]
     write_json(f"{smk.output[0]}/sft.json", summary)
     log.info("wrote %s: %s", smk.output[0], summary)
 

@@ -208,6 +208,7 @@ def test_the_sft_warm_start_runs_between_the_split_and_training_and_is_evaluated
     # 16 references and the windows of the corpus kept, x 2 roles, one epoch of 4
     windows = summary["corpus_windows"]
     assert 0 < windows <= 10 and summary["examples"] == 2 * (16 + windows) and summary["steps"] == -(-summary["examples"] // 4)
+    assert summary["deterministic"] is False
     log = (copy / "logs/sft_policy.log").read_text(encoding="utf-8")
     assert f"{windows} windows of the corpus outside 20 held-out slices" in log  # 4 validation + 16 test
     for split in ("", "test/"):
@@ -218,8 +219,9 @@ def test_the_sft_warm_start_runs_between_the_split_and_training_and_is_evaluated
     assert "SFT warm start" in html and 'id="sft-table"' in html and "Against the SFT warm start" in html
     # Switched off again, training starts from step_0 again: training and what follows rerun, not the warm start.
     assert planned_rules(copy, configfile=write(copy, merged())) == FROM_TRAINING
-    # Without the references, the windows alone, kept off the training slices too (GRPO's tasks are new to it).
-    apart = write(copy, merged(sft={**sft, "references": False}))
+    # Without the references, the windows alone, kept off the training slices too (GRPO's tasks are new to it);
+    # and with deterministic kernels only.
+    apart = write(copy, merged(sft={**sft, "references": False, "deterministic": True}))
     proc = snakemake(copy, "results/models/step_sft", "--cores", "2", "--configfile", str(apart), env=DUMMY_KEYS)
     assert ran_rules(proc) == {"sft_policy"}
     summary = json.loads((results / "models/step_sft/sft.json").read_text())
@@ -227,6 +229,7 @@ def test_the_sft_warm_start_runs_between_the_split_and_training_and_is_evaluated
     log = (copy / "logs/sft_policy.log").read_text(encoding="utf-8")
     assert f"{summary['corpus_windows']} windows of the corpus outside 36 held-out and training slices" in log
     assert "(0 training excerpts and" in log
+    assert "deterministic kernels only (sft.deterministic)" in log and summary["deterministic"] is True
 
 
 def test_a_new_evaluated_step_adds_only_its_own_jobs(run):
