@@ -97,3 +97,29 @@ def test_without_a_warm_start_there_is_no_second_baseline(tmp_path):
     paths = fx.write_run(tmp_path)
     html = make_report(paths["metrics"], paths["labels"], paths["evals"], fx.DEFAULT_SETTINGS, val=paths["val"])
     assert "SFT warm start" not in html and 'id="sft-table"' not in html
+
+
+def test_the_warm_start_table_counts_the_scripts_grpo_changed(run, tmp_path):
+    # The module's run: the warm start wrote step 10's scripts; step 20 the same, step 30 others.
+    _, html = run
+    table = html.split('id="sft-table"')[1].split("</table>")[0]
+    cells = {name: re.findall(r'<td class="n">([^<]*)</td>', row)
+             for name, row in re.findall(r'<td class="step">([^<]*)</td>(.*?)</tr>', table, re.S)}
+    assert cells["step 10"][-1] == "0 of 4" and cells["step 30"][-1] == "4 of 4"
+    # A warm start that loops to the token limit on one slice: the step that reads it whole changed
+    # that one script, and the table says the unreadable one became readable.
+    paths = fx.write_run(tmp_path)
+    sft = tmp_path / "eval" / "step_sft"
+    sft.mkdir()
+    looped = "[" + ",".join(['{"speaker":"旁白","content":"","tone":"平静","intensity":1,"delay":400}'] * 40) + ',{"speaker":"旁'
+    finals = [json.dumps(fx.reference(i), ensure_ascii=False) if i != 3 else looped for i in range(4)]
+    write_outputs(sft / "outputs.jsonl", finals, "sft")
+    shutil.copy(paths["evals"][10][1], sft / "scores.jsonl")
+    paths["evals"]["sft"] = (sft / "outputs.jsonl", sft / "scores.jsonl")
+    data = load_run(paths["metrics"], paths["labels"], paths["evals"], paths["val"])
+    rows = checkpoint_rows(data, fx.DEFAULT_SETTINGS)
+    sft_row(data, rows, fx.DEFAULT_SETTINGS)
+    by_step = {r.step: r.changes_vs_sft for r in rows[1:]}
+    assert (by_step[20].changed, by_step[20].of, by_step[20].unreadable_before, by_step[20].unreadable_after) == (1, 4, 1, 0)
+    html = make_report(paths["metrics"], paths["labels"], paths["evals"], fx.DEFAULT_SETTINGS, val=paths["val"])
+    assert "<td class=\"n\">1 of 4; unreadable 1 → 0</td>" in html.split('id="sft-table"')[1]

@@ -23,6 +23,18 @@ from . import stats
 from .load import RunData, StepEval
 
 
+@dataclass(frozen=True)
+class ScriptChanges:
+    """How a checkpoint's final scripts differ from the warm start's, on the slices both wrote:
+    how many changed at all, and how many of each side no parser can read (looped to the token
+    limit, cut off, not JSON). A score difference with few changed scripts is those scripts alone."""
+
+    changed: int
+    of: int
+    unreadable_before: int  # the warm start's
+    unreadable_after: int  # the checkpoint's
+
+
 @dataclass
 class CheckpointRow:
     step: int
@@ -43,6 +55,8 @@ class CheckpointRow:
     diversity: Diversity
     overall_by_id: dict[str, float] = field(default_factory=dict)
     voice_by_id: dict[str, float] = field(default_factory=dict)  # voice accuracy of each slice's final script
+    finals_by_id: dict[str, str] = field(default_factory=dict)  # each slice's final output, as written
+    unreadable_ids: frozenset[str] = frozenset()  # slices whose final output does not parse
     change_pct: float | None = None  # vs the baseline's mean
     vs_base: Paired | None = None  # paired comparison with the baseline (None for the baseline itself)
     voice_vs_base: Paired | None = None  # the same for voice accuracy
@@ -54,6 +68,7 @@ class CheckpointRow:
     vs_sft: Paired | None = None
     voice_vs_sft: Paired | None = None
     vs_sft_verdict: str = "unclear"
+    changes_vs_sft: ScriptChanges | None = None
     # The score the best checkpoint is chosen by: the validation mean, also for a row of the test set,
     # whose own mean never chooses (that would make its headline optimistic again).
     chosen_by: float | None = None
@@ -153,6 +168,8 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
         diversity=diversity(finals, [(run.labels.get(sid) or {}).get("text") or run.val_text.get(sid, "") for sid in with_output]),
         overall_by_id=overall,
         voice_by_id=voice_by_id,
+        finals_by_id=dict(zip(with_output, finals)),
+        unreadable_ids=frozenset(sid for sid, n in zip(with_output, notes) if n.get("status") == "invalid"),
     )
 
 
@@ -216,7 +233,19 @@ def sft_row(run: RunData, rows: list[CheckpointRow], settings: dict) -> Checkpoi
         r.vs_sft = paired_diff(r, sft, settings)
         r.vs_sft_verdict = compare(r.vs_sft, settings)
         r.voice_vs_sft = paired_diff(r, sft, settings, "voice_by_id")
+        r.changes_vs_sft = script_changes(r, sft)
     return sft
+
+
+def script_changes(row: CheckpointRow, sft: CheckpointRow) -> ScriptChanges:
+    """``row``'s final scripts against the warm start's, on the slices both wrote."""
+    both = [sid for sid in row.finals_by_id if sid in sft.finals_by_id]
+    return ScriptChanges(
+        changed=sum(1 for sid in both if row.finals_by_id[sid] != sft.finals_by_id[sid]),
+        of=len(both),
+        unreadable_before=sum(1 for sid in both if sid in sft.unreadable_ids),
+        unreadable_after=sum(1 for sid in both if sid in row.unreadable_ids),
+    )
 
 
 def best_row(rows: list[CheckpointRow], keep: Callable[[CheckpointRow], bool] = lambda r: True) -> CheckpointRow | None:
