@@ -97,3 +97,38 @@ def test_a_run_without_a_summary_or_test_set_is_a_real_arm_measured_on_validatio
     row = read_run(run, STATS)
     assert (row.arm, row.gain_split, row.gains) == ("real", "validation", {"v1": pytest.approx(0.4), "v2": 0.0})
     assert "optimistic" in render_index([row], stats=STATS)
+
+
+SFT_TEST = [0.4, 0.3, 0.2, 0.4]  # the warm start's test scores on t1..t4, in every run that has one
+
+
+def test_what_grpo_added_to_the_warm_start_per_run_and_per_arm_by_hand(tmp_path):
+    runs = []
+    for name, best in REAL.items():
+        run = write_run(tmp_path, name, best, False)
+        write_scores(run / "eval/step_sft", "sft", [0.4, 0.6], ["v1", "v2"])
+        write_scores(run / "eval/test/step_sft", "sft", SFT_TEST, ["t1", "t2", "t3", "t4"])
+        runs.append(run)
+    runs.append(write_run(tmp_path, "shuf-1", SHUFFLED["shuf-1"], True))  # trained from the base policy
+    rows = [read_run(r, STATS) for r in runs]
+    r1 = next(r for r in rows if r.name == "real-1")
+    # best (step 10) minus the warm start on test: 0.5-0.4, 0.3-0.3, 0.2-0.2, 0.4-0.4
+    assert r1.sft == pytest.approx(0.5) and r1.rl_gains == pytest.approx({"t1": 0.1, "t2": 0.0, "t3": 0.0, "t4": 0.0})
+    assert r1.rl_paired.mean_diff == pytest.approx(0.025)
+    shuf = next(r for r in rows if r.name == "shuf-1")
+    assert shuf.sft is None and shuf.rl_gains == {} and shuf.rl_paired is None
+    page = render_index(rows, stats=STATS)
+    run_row = cells(page, '<a href="real-1/report.html">real-1</a>')
+    lo, hi = r1.rl_paired.diff_ci
+    assert run_row[4] == "0.500" and run_row[10] == f"+0.025 [{lo:+.3f}, {hi:+.3f}]"
+    section = page.split("<h2>What GRPO added to the SFT warm start</h2>")[1]
+    assert "Runs without a warm start are left out (shuf-1)." in section
+    real = cells(section, "real")
+    # seed gains +0.025, -0.025, +0.025, +0.100: mean 0.03125, IQM (0.025 + 0.025) / 2, 3 of 4 gained
+    assert real[1] == "real-1: +0.025, real-2: -0.025, real-3: +0.025, real-4: +0.100"
+    assert real[2].startswith("+0.031 [") and real[3].startswith("+0.025 [") and real[4] == "0.75"
+    assert "shuffled" not in re.sub(r"<p>.*?</p>", "", section, flags=re.S)  # no arm without warm starts
+
+
+def test_without_any_warm_start_there_is_no_grpo_section(rows):
+    assert "What GRPO added" not in render_index(rows, stats=STATS)
