@@ -101,6 +101,7 @@ def read_run(run_dir: str | Path, stats: dict | None = None) -> RunRow:
     judges: set[str] = set()
     ids: set[str] = set()
     val = _overall_by_step(run_dir / "eval")
+    sft_val = _sft_scores(run_dir / "eval")
     for step, scores in val.items():
         row.steps.append(step)
         ids.update(str(s.get("id")) for s in scores)
@@ -123,11 +124,11 @@ def read_run(run_dir: str | Path, stats: dict | None = None) -> RunRow:
             best, base = (_overall(scores[k]) for k in (row.best_step, 0))
             row.gain_split, row.gains = split, differences(best, base)
             row.paired = paired(best, base, **_options(stats, seed_offset=row.best_step))
-            sft = _sft_scores(run_dir / "eval" / "test" if split == "test" else run_dir / "eval")
+            sft = _sft_scores(run_dir / "eval" / "test") if split == "test" else sft_val
             if sft is not None:
-                row.rl_gains = differences(best, _overall(sft))
-                row.rl_paired = paired(best, _overall(sft), **_options(stats, seed_offset=row.best_step))
-    sft_val = _sft_scores(run_dir / "eval")
+                warm = _overall(sft)
+                row.rl_gains = differences(best, warm)
+                row.rl_paired = paired(best, warm, **_options(stats, seed_offset=row.best_step))
     if sft_val is not None:
         ok = [s["overall"] for s in sft_val if s.get("overall") is not None]
         row.sft = statistics.fmean(ok) if ok else None

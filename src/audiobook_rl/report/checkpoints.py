@@ -130,7 +130,8 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
                 dims[d].append(v)
     with_output = [sid for sid in ids if sid in step.outputs]
     notes = [final_notes(step.outputs[sid]) for sid in with_output]
-    parsed = [n for n in notes if n.get("status") != "invalid"]
+    unreadable = frozenset(sid for sid, n in zip(with_output, notes) if n.get("status") == "invalid")
+    parsed = [n for sid, n in zip(with_output, notes) if sid not in unreadable]
     values = list(overall.values())
     finals = [step.outputs[sid].get("final") or "" for sid in with_output]
     voice, voice_by_id, speakers = VoiceAccuracy(), {}, SpeakerUse()
@@ -169,7 +170,7 @@ def _row(step: StepEval, run: RunData, settings: dict) -> CheckpointRow:
         overall_by_id=overall,
         voice_by_id=voice_by_id,
         finals_by_id=dict(zip(with_output, finals)),
-        unreadable_ids=frozenset(sid for sid, n in zip(with_output, notes) if n.get("status") == "invalid"),
+        unreadable_ids=unreadable,
     )
 
 
